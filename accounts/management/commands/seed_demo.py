@@ -1,0 +1,48 @@
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from accounts.abilities import ALL, ROLE_OWNER
+from accounts.models import ApiKey, User
+from accounts.services import api_key_create, api_key_revoke
+from stores.models import Membership, Store
+
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD = "demo"
+DEMO_STORE_SLUG = "demo-store"
+DEMO_KEY_NAME = "demo"
+
+
+class Command(BaseCommand):
+    help = "Seeds a demo user, store and API key (the key is new on every run and printed)."
+
+    def handle(self, *args, **options):
+        with transaction.atomic():
+            user, created = User.objects.get_or_create(
+                username=DEMO_USERNAME,
+                defaults={"email": "demo@example.com", "is_staff": True, "is_superuser": True},
+            )
+            if created:
+                user.set_password(DEMO_PASSWORD)
+                user.save()
+            store, _ = Store.objects.get_or_create(
+                slug=DEMO_STORE_SLUG, defaults={"name": "Demo Store", "created_by": user}
+            )
+            Membership.objects.get_or_create(user=user, store=store, defaults={"role": ROLE_OWNER})
+            for old in ApiKey.objects.filter(
+                user=user, name=DEMO_KEY_NAME, revoked_at__isnull=True
+            ):
+                api_key_revoke(api_key=old)
+            _, secret = api_key_create(
+                user=user, name=DEMO_KEY_NAME, abilities=[ALL], current_store=store
+            )
+        base = settings.BASE_URL
+        self.stdout.write(self.style.SUCCESS("Demo data ready."))
+        self.stdout.write(
+            f"  admin:   {base}/admin/  (user {DEMO_USERNAME}, password {DEMO_PASSWORD})"
+        )
+        self.stdout.write(f"  store:   {DEMO_STORE_SLUG}")
+        self.stdout.write(f"  API key: {secret}")
+        self.stdout.write(
+            f"  try:     curl -s -H 'Authorization: Bearer {secret}' {base}/api/v2/me"
+        )

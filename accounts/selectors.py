@@ -1,0 +1,50 @@
+import hashlib
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.credentials import CREDENTIAL_API_KEY, Credential
+from accounts.models import ApiKey, User
+
+API_KEY_PREFIX = "sf_"
+# last_used_at is refreshed at most this often, to keep writes off the hot path.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def api_key_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def credential_for_api_key(token: str) -> tuple[User, Credential] | None:
+    """Bearer resolver for API keys: (user, credential), or None when not a live key."""
+    if not token.startswith(API_KEY_PREFIX):
+        return None
+    key = (
+        ApiKey.objects.select_related("user")
+        .filter(key_hash=api_key_hash(token), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if key is None:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+        ).update(last_used_at=now)
+    selected = (
+        frozenset(key.stores.values_list("id", flat=True))
+        if key.store_access == ApiKey.STORE_ACCESS_SELECTED
+        else frozenset()
+    )
+    credential = Credential(
+        type=CREDENTIAL_API_KEY,
+        user_id=key.user_id,
+        abilities=tuple(key.abilities),
+        store_access=key.store_access,
+        selected_store_ids=selected,
+        current_store_id=key.current_store_id,
+        rate_limit_key=f"api_key:{key.pk}",
+        api_key_id=key.pk,
+    )
+    return key.user, credential

@@ -1,0 +1,44 @@
+import secrets
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.abilities import GRANTABLE_ABILITIES
+from accounts.models import ApiKey, User
+from accounts.selectors import API_KEY_PREFIX, api_key_hash
+from config.api.errors import ValidationFailed
+
+
+def api_key_create(
+    *,
+    user: User,
+    name: str,
+    abilities: list[str],
+    store_access: str = ApiKey.STORE_ACCESS_ALL,
+    stores=(),
+    current_store=None,
+) -> tuple[ApiKey, str]:
+    """Creates a key and returns it with its secret, which is never stored or shown again."""
+    unknown = sorted(set(abilities) - set(GRANTABLE_ABILITIES))
+    if unknown:
+        raise ValidationFailed.field("abilities", f"unknown abilities: {', '.join(unknown)}")
+    if store_access not in {ApiKey.STORE_ACCESS_ALL, ApiKey.STORE_ACCESS_SELECTED}:
+        raise ValidationFailed.field("store_access", "must be 'all' or 'selected'")
+    secret = API_KEY_PREFIX + secrets.token_urlsafe(30)[:40]
+    with transaction.atomic():
+        key = ApiKey.objects.create(
+            user=user,
+            name=name,
+            prefix=secret[:9],
+            key_hash=api_key_hash(secret),
+            abilities=list(abilities),
+            store_access=store_access,
+            current_store=current_store,
+        )
+        if stores:
+            key.stores.set(stores)
+    return key, secret
+
+
+def api_key_revoke(*, api_key: ApiKey) -> None:
+    ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class ApiConfig(AppConfig):
+    """The shared API conventions: error envelope, paginator, idempotency, rate limits."""
+
+    name = "config.api"
+    label = "api"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,287 @@
+"""The one error envelope (spec "Errors"), and the domain errors services raise.
+
+Services raise `ApiError` subclasses; `api_exception_handler` (DRF) and the Django handlers
+below turn every error under /api/ into the same body. No view builds an error body by hand.
+"""
+
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    status: int
+    type: str
+    code: str
+    description: str
+
+
+# Every code the API answers with; /docs/errors renders this table.
+ERROR_CODES: dict[str, ErrorCode] = {
+    e.code: e
+    for e in [
+        ErrorCode(
+            400,
+            "invalid_request_error",
+            "bad_request",
+            "The request is malformed: unparseable JSON, a body that is not an object, "
+            "a missing required header or a tampered cursor.",
+        ),
+        ErrorCode(
+            401,
+            "authentication_error",
+            "unauthenticated",
+            "No credential, or an unknown, revoked or expired one.",
+        ),
+        ErrorCode(
+            403,
+            "authorization_error",
+            "forbidden",
+            "The credential lacks the ability, the role lacks the permission, or the "
+            "store named by X-STORE is not accessible.",
+        ),
+        ErrorCode(
+            404,
+            "not_found_error",
+            "resource_not_found",
+            "No such resource in the selected store (other stores' resources are not revealed).",
+        ),
+        ErrorCode(
+            405,
+            "invalid_request_error",
+            "method_not_allowed",
+            "The path does not support this HTTP method.",
+        ),
+        ErrorCode(
+            406, "invalid_request_error", "not_acceptable", "The API answers application/json only."
+        ),
+        ErrorCode(
+            409,
+            "conflict_error",
+            "conflict",
+            "The resource state changed before the request, an Idempotency-Key was "
+            "reused with a different request or is still in flight, or a cursor belongs "
+            "to another store or filter set.",
+        ),
+        ErrorCode(
+            410,
+            "invalid_request_error",
+            "cursor_expired",
+            "The cursor points before the 30-day retention window; restart without it.",
+        ),
+        ErrorCode(
+            415,
+            "invalid_request_error",
+            "unsupported_media_type",
+            "The request body must be application/json.",
+        ),
+        ErrorCode(
+            422,
+            "validation_error",
+            "validation_failed",
+            "One or more fields or parameters are invalid; `errors` names each.",
+        ),
+        ErrorCode(
+            429,
+            "rate_limit_error",
+            "rate_limit_exceeded",
+            "Too many requests; wait for the seconds given by Retry-After.",
+        ),
+        ErrorCode(
+            500,
+            "api_error",
+            "api_error",
+            "Something failed on our side. Retry later; quote the request_id.",
+        ),
+    ]
+}
+
+
+class ApiError(Exception):
+    """A domain error with its envelope code; subclasses fix the code."""
+
+    code = "api_error"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        param: str | None = None,
+        errors: dict[str, list[str]] | None = None,
+        headers: dict | None = None,
+    ):
+        self.message = message or ERROR_CODES[self.code].description
+        self.param = param
+        self.errors = errors
+        self.headers = headers or {}
+        super().__init__(self.message)
+
+    @property
+    def status(self) -> int:
+        return ERROR_CODES[self.code].status
+
+
+class BadRequest(ApiError):
+    code = "bad_request"
+
+
+class Unauthenticated(ApiError):
+    code = "unauthenticated"
+
+
+class Forbidden(ApiError):
+    code = "forbidden"
+
+
+class NotFound(ApiError):
+    code = "resource_not_found"
+
+
+class Conflict(ApiError):
+    code = "conflict"
+
+
+class CursorExpired(ApiError):
+    code = "cursor_expired"
+
+
+class RateLimited(ApiError):
+    code = "rate_limit_exceeded"
+
+    def __init__(self, retry_after: int, message: str | None = None):
+        retry_after = max(1, int(retry_after))
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+        self.retry_after = retry_after
+
+
+class ValidationFailed(ApiError):
+    """422 naming the bad fields: `ValidationFailed.field("slug", "is taken")`."""
+
+    code = "validation_failed"
+
+    def __init__(
+        self, errors: dict[str, list[str]], message: str | None = None, param: str | None = None
+    ):
+        first_field = next(iter(errors), None)
+        param = param or first_field
+        if message is None and first_field is not None:
+            message = f"{first_field}: {errors[first_field][0]}"
+        super().__init__(message, param=param, errors=errors)
+
+    @classmethod
+    def field(cls, name: str, message: str) -> "ValidationFailed":
+        return cls({name: [message]})
+
+
+def request_id_of(request) -> str:
+    return getattr(request, "request_id", None) or "req_unknown"
+
+
+def error_body(
+    code: str,
+    request,
+    message: str | None = None,
+    param: str | None = None,
+    errors: dict | None = None,
+) -> dict:
+    spec = ERROR_CODES[code]
+    body = {
+        "type": spec.type,
+        "code": spec.code,
+        "message": message or spec.description,
+        "status": spec.status,
+        "param": param,
+        "request_id": request_id_of(request),
+        "docs_url": f"{settings.BASE_URL}/docs/errors#{spec.code}",
+    }
+    if errors is not None:
+        body["errors"] = errors
+    return body
+
+
+def _flatten_drf_detail(detail) -> dict[str, list[str]]:
+    if isinstance(detail, dict):
+        return {
+            str(field): [str(m) for m in (msgs if isinstance(msgs, list) else [msgs])]
+            for field, msgs in detail.items()
+        }
+    if isinstance(detail, list):
+        return {"non_field_errors": [str(m) for m in detail]}
+    return {"non_field_errors": [str(detail)]}
+
+
+def _from_drf(exc: drf_exceptions.APIException) -> ApiError:
+    detail = exc.detail
+    if isinstance(exc, drf_exceptions.ValidationError):
+        return ValidationFailed(_flatten_drf_detail(detail))
+    if isinstance(exc, drf_exceptions.ParseError):
+        return BadRequest(f"Malformed request body: {detail}", param="body")
+    if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
+        return Unauthenticated(str(detail))
+    if isinstance(exc, drf_exceptions.PermissionDenied):
+        return Forbidden(
+            str(detail) if detail != drf_exceptions.PermissionDenied.default_detail else None
+        )
+    if isinstance(exc, drf_exceptions.NotFound):
+        return NotFound()
+    if isinstance(exc, drf_exceptions.Throttled):
+        return RateLimited(exc.wait or 1)
+    simple = {
+        drf_exceptions.MethodNotAllowed: "method_not_allowed",
+        drf_exceptions.NotAcceptable: "not_acceptable",
+        drf_exceptions.UnsupportedMediaType: "unsupported_media_type",
+    }
+    for klass, code in simple.items():
+        if isinstance(exc, klass):
+            err = ApiError(str(detail))
+            err.code = code
+            return err
+    if 400 <= exc.status_code < 500:
+        return BadRequest(str(detail))
+    return ApiError()
+
+
+def api_error_response(error: ApiError, request) -> Response:
+    body = error_body(error.code, request, error.message, error.param, error.errors)
+    return Response(body, status=error.status, headers=error.headers)
+
+
+def api_exception_handler(exc, context):
+    """DRF EXCEPTION_HANDLER: every exception becomes the envelope; never a trace."""
+    request = context.get("request")
+    if isinstance(exc, Http404):
+        exc = NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = Forbidden()
+    elif isinstance(exc, drf_exceptions.APIException):
+        exc = _from_drf(exc)
+    if not isinstance(exc, ApiError):
+        logger.error("unhandled error", exc_info=exc)
+        exc = ApiError()
+    response = api_error_response(exc, request)
+    if isinstance(exc, Unauthenticated):
+        response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+def json_error(
+    request,
+    code: str,
+    message: str | None = None,
+    param: str | None = None,
+    headers: dict | None = None,
+) -> JsonResponse:
+    """The envelope outside DRF views (Django 404/500 handlers, middleware)."""
+    body = error_body(code, request, message, param)
+    response = JsonResponse(body, status=ERROR_CODES[code].status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response

@@ -1,0 +1,115 @@
+"""The one idempotency mechanism (DESIGN.md "Idempotency"), used by store creation and replay.
+
+A key is scoped to (user, operation). The first request claims the key with a fingerprint of
+method, path, store and body; its outcome is stored unless it is a 5xx or a 429 (nothing was
+executed, so a retry must be able to run). Same key + same request -> the stored response with
+`Idempotent-Replayed: true`; a different request -> 409; still in flight -> 409.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework.response import Response
+
+from config.api.errors import Conflict, ValidationFailed, api_exception_handler
+from config.api.models import IdempotencyKey
+
+HEADER = "Idempotency-Key"
+# A claim left in flight this long belongs to a request that died; it may be taken over.
+ABANDONED_AFTER = timedelta(minutes=5)
+
+
+def idempotency_key_from(
+    request, *, required: bool, min_length: int, max_length: int = 255
+) -> str | None:
+    key = request.headers.get(HEADER)
+    if key is None or key == "":
+        if required:
+            raise ValidationFailed.field(HEADER, "is required")
+        return None
+    if not (min_length <= len(key) <= max_length) or not key.isprintable():
+        raise ValidationFailed.field(
+            HEADER, f"must be {min_length} to {max_length} printable characters"
+        )
+    return key
+
+
+def _fingerprint(request, store_id) -> str:
+    payload = json.dumps(
+        [request.method, request.path, store_id, request.data], sort_keys=True, default=str
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _claim(user, operation: str, key: str, fingerprint: str) -> IdempotencyKey | None:
+    """Claims the key; returns None when claimed, else the existing (live) record."""
+    now = timezone.now()
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                IdempotencyKey.objects.create(
+                    user=user, operation=operation, key=key, fingerprint=fingerprint, created_at=now
+                )
+            return None
+        except IntegrityError:
+            existing = IdempotencyKey.objects.filter(
+                user=user, operation=operation, key=key
+            ).first()
+            if existing is None:
+                continue  # deleted meanwhile: claim again
+            expired = existing.created_at < now - settings.IDEMPOTENCY_KEY_TTL
+            abandoned = (
+                existing.response_status is None and existing.created_at < now - ABANDONED_AFTER
+            )
+            if not (expired or abandoned):
+                return existing
+            IdempotencyKey.objects.filter(pk=existing.pk, created_at=existing.created_at).delete()
+    raise Conflict("This Idempotency-Key is being used by a concurrent request.", param=HEADER)
+
+
+def idempotent_response(
+    request, *, operation: str, key: str | None, store_id=None, run: Callable[[], Response]
+) -> Response:
+    """Runs `run()` once per (user, operation, key) and replays its outcome afterwards."""
+    if key is None:
+        return run()
+    fingerprint = _fingerprint(request, store_id)
+    existing = _claim(request.user, operation, key, fingerprint)
+    if existing is not None:
+        if existing.fingerprint != fingerprint:
+            raise Conflict("This Idempotency-Key was used with a different request.", param=HEADER)
+        if existing.response_status is None:
+            raise Conflict(
+                "A request with this Idempotency-Key is still in progress.", param=HEADER
+            )
+        return Response(
+            existing.response_body,
+            status=existing.response_status,
+            headers={"Idempotent-Replayed": "true"},
+        )
+
+    claim = IdempotencyKey.objects.filter(user=request.user, operation=operation, key=key)
+    try:
+        response = run()
+    except Exception as error:
+        # The same envelope the handler would give; its status decides whether it is stored.
+        response = api_exception_handler(error, {"request": request})
+    except BaseException:
+        claim.delete()
+        raise
+    if response.status_code >= 500 or response.status_code == 429:
+        claim.delete()
+    else:
+        claim.update(response_status=response.status_code, response_body=response.data)
+    return response
+
+
+def idempotency_keys_prune() -> int:
+    cutoff = timezone.now() - settings.IDEMPOTENCY_KEY_TTL
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

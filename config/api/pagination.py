@@ -1,0 +1,192 @@
+"""The one paginator: Laravel's LengthAwarePaginator output (DESIGN.md "Pagination").
+
+`{data, links: {first,last,prev,next}, meta: {current_page, from, last_page, links, path,
+per_page, to, total}}`; `limit` 1..100 (default 15) and `page` >= 1, otherwise 422.
+"""
+
+import math
+from urllib.parse import urlencode
+
+from django.conf import settings
+from rest_framework.pagination import BasePagination
+from rest_framework.response import Response
+
+from config.api.errors import ValidationFailed
+
+DEFAULT_PAGE_SIZE = 15
+MAX_PAGE_SIZE = 100
+ON_EACH_SIDE = 3  # Laravel's default window around the current page
+
+
+def parse_int_param(
+    request, name: str, *, default: int, minimum: int, maximum: int | None = None
+) -> int:
+    """Reads an integer query parameter or raises 422 naming it."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    bounds = f"between {minimum} and {maximum}" if maximum else f"at least {minimum}"
+    message = f"must be an integer {bounds}"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationFailed.field(name, message) from None
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ValidationFailed.field(name, message)
+    return value
+
+
+def _page_range_elements(current: int, last: int) -> list:
+    """Laravel's UrlWindow: page numbers with '...' gaps once there are many pages."""
+    if last < ON_EACH_SIDE * 2 + 8:
+        return [list(range(1, last + 1))]
+    window = ON_EACH_SIDE + 4
+    start, finish = [1, 2], [last - 1, last]
+    if current <= window:
+        return [list(range(1, window + ON_EACH_SIDE + 1)), "...", finish]
+    if current > last - window:
+        return [start, "...", list(range(last - (window + ON_EACH_SIDE - 1), last + 1))]
+    return [
+        start,
+        "...",
+        list(range(current - ON_EACH_SIDE, current + ON_EACH_SIDE + 1)),
+        "...",
+        finish,
+    ]
+
+
+class LaravelPagination(BasePagination):
+    default_limit = DEFAULT_PAGE_SIZE
+    max_limit = MAX_PAGE_SIZE
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self.request = request
+        self.per_page = parse_int_param(
+            request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
+        )
+        self.page = parse_int_param(request, "page", default=1, minimum=1)
+        self.total = queryset.count()
+        self.last_page = max(1, math.ceil(self.total / self.per_page))
+        offset = (self.page - 1) * self.per_page
+        if offset >= self.total:
+            return []
+        return list(queryset[offset : offset + self.per_page])
+
+    def _url(self, page: int | None) -> str | None:
+        if page is None:
+            return None
+        params = self.request.query_params.copy()
+        params["page"] = str(page)
+        return f"{self._path()}?{urlencode(sorted(params.lists()), doseq=True)}"
+
+    def _path(self) -> str:
+        return f"{settings.BASE_URL}{self.request.path}"
+
+    def get_paginated_response(self, data):
+        page, last = self.page, self.last_page
+        count = len(data)
+        first_item = (page - 1) * self.per_page + 1 if count else None
+        prev_page = page - 1 if page > 1 else None
+        next_page = page + 1 if page < last else None
+        meta_links = [{"url": self._url(prev_page), "label": "&laquo; Previous", "active": False}]
+        for element in _page_range_elements(page, last):
+            if element == "...":
+                meta_links.append({"url": None, "label": "...", "active": False})
+                continue
+            meta_links.extend(
+                {"url": self._url(n), "label": str(n), "active": n == page} for n in element
+            )
+        meta_links.append({"url": self._url(next_page), "label": "Next &raquo;", "active": False})
+        return Response(
+            {
+                "data": data,
+                "links": {
+                    "first": self._url(1),
+                    "last": self._url(last),
+                    "prev": self._url(prev_page),
+                    "next": self._url(next_page),
+                },
+                "meta": {
+                    "current_page": page,
+                    "from": first_item,
+                    "last_page": last,
+                    "links": meta_links,
+                    "path": self._path(),
+                    "per_page": self.per_page,
+                    "to": first_item + count - 1 if count else None,
+                    "total": self.total,
+                },
+            }
+        )
+
+    def get_paginated_response_schema(self, schema):
+        nullable_url = {"type": "string", "format": "uri", "nullable": True}
+        return {
+            "type": "object",
+            "required": ["data", "links", "meta"],
+            "properties": {
+                "data": schema,
+                "links": {
+                    "type": "object",
+                    "required": ["first", "last", "prev", "next"],
+                    "properties": {k: nullable_url for k in ("first", "last", "prev", "next")},
+                },
+                "meta": {
+                    "type": "object",
+                    "required": [
+                        "current_page",
+                        "from",
+                        "last_page",
+                        "links",
+                        "path",
+                        "per_page",
+                        "to",
+                        "total",
+                    ],
+                    "properties": {
+                        "current_page": {"type": "integer"},
+                        "from": {"type": "integer", "nullable": True},
+                        "last_page": {"type": "integer"},
+                        "links": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["url", "label", "active"],
+                                "properties": {
+                                    "url": nullable_url,
+                                    "label": {"type": "string"},
+                                    "active": {"type": "boolean"},
+                                },
+                            },
+                        },
+                        "path": {"type": "string", "format": "uri"},
+                        "per_page": {"type": "integer"},
+                        "to": {"type": "integer", "nullable": True},
+                        "total": {"type": "integer"},
+                    },
+                },
+            },
+        }
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {
+                "name": "limit",
+                "in": "query",
+                "required": False,
+                "description": "Items per page, 1 to 100 (default 15).",
+                "schema": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": self.max_limit,
+                    "default": self.default_limit,
+                },
+            },
+            {
+                "name": "page",
+                "in": "query",
+                "required": False,
+                "description": "Page number, starting at 1.",
+                "schema": {"type": "integer", "minimum": 1, "default": 1},
+            },
+        ]

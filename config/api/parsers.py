@@ -1,0 +1,12 @@
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+
+class JSONObjectParser(JSONParser):
+    """JSON bodies must be objects: a list, string or number at the top level is a 400."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        if not isinstance(data, dict):
+            raise ParseError("The JSON body must be an object.")
+        return data

@@ -1,0 +1,62 @@
+"""Fixed-window request budgets on the shared cache (Redis in production and tests).
+
+Fails open: when Redis cannot be reached the request is served and the outage logged,
+because an unavailable limiter must not take the API down with it.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework.throttling import BaseThrottle
+
+logger = logging.getLogger(__name__)
+WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RateLimitState:
+    limit: int
+    remaining: int
+    reset_seconds: int
+
+    @property
+    def exceeded(self) -> bool:
+        return self.remaining < 0
+
+
+def rate_limit_consume(bucket: str, limit: int) -> RateLimitState | None:
+    """Counts one request against `bucket`; None when the cache is unavailable (fail open)."""
+    now = time.time()
+    window = int(now // WINDOW_SECONDS)
+    reset_seconds = WINDOW_SECONDS - int(now % WINDOW_SECONDS)
+    key = f"ratelimit:{bucket}:{window}"
+    try:
+        count = 1 if cache.add(key, 1, timeout=WINDOW_SECONDS + 5) else cache.incr(key)
+    except Exception:
+        logger.warning("rate limiter unavailable, serving without a limit", exc_info=True)
+        return None
+    return RateLimitState(limit=limit, remaining=limit - count, reset_seconds=reset_seconds)
+
+
+class CredentialRateThrottle(BaseThrottle):
+    """Per-credential budget (API_RATE_LIMIT_PER_MINUTE), shared by every API endpoint."""
+
+    def allow_request(self, request, view):
+        credential = request.auth
+        if credential is None:
+            return True
+        self.state = rate_limit_consume(
+            f"cred:{credential.rate_limit_key}", settings.API_RATE_LIMIT_PER_MINUTE
+        )
+        if self.state is None:
+            return True
+        request._request.rate_limit_state = RateLimitState(
+            self.state.limit, max(self.state.remaining, 0), self.state.reset_seconds
+        )
+        return not self.state.exceeded
+
+    def wait(self):
+        return self.state.reset_seconds if self.state else None

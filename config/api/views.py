@@ -1,0 +1,61 @@
+import logging
+
+from django.core.cache import cache
+from django.db import connection
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from config.api.errors import ERROR_CODES, json_error
+
+logger = logging.getLogger(__name__)
+
+
+def not_found(request, exception=None):
+    return json_error(request, "resource_not_found", "No such endpoint or resource.")
+
+
+def server_error(request):
+    return json_error(request, "api_error")
+
+
+def bad_request(request, exception=None):
+    return json_error(request, "bad_request")
+
+
+def permission_denied(request, exception=None):
+    return json_error(request, "forbidden")
+
+
+@require_GET
+def error_docs(request):
+    """The page every `docs_url` points at: one anchor per error code."""
+    return render(request, "docs/errors.html", {"codes": ERROR_CODES.values()})
+
+
+@require_GET
+def healthz(request):
+    checks = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+    except Exception:
+        logger.exception("health check: database unavailable")
+        checks["database"] = "unavailable"
+    try:
+        cache.set("healthz", "ok", timeout=5)
+        checks["cache"] = "ok" if cache.get("healthz") == "ok" else "unavailable"
+    except Exception:
+        logger.warning("health check: cache (Redis) unavailable", exc_info=True)
+        checks["cache"] = "unavailable"
+    healthy = checks["database"] == "ok"
+    return JsonResponse(
+        {
+            "status": "ok"
+            if healthy and checks["cache"] == "ok"
+            else ("degraded" if healthy else "unavailable"),
+            "checks": checks,
+        },
+        status=200 if healthy else 503,
+    )

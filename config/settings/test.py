@@ -1,0 +1,16 @@
+import os
+
+from config.settings.base import *  # noqa: F403
+from config.settings.base import DATABASES, REDIS_URL
+
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql" or not REDIS_URL:
+    raise RuntimeError(
+        "The suite runs on real PostgreSQL and Redis: use `make test` (it starts both), "
+        "or export DATABASE_URL=postgres://... and REDIS_URL=redis://..."
+    )
+
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
+BASE_URL = os.environ.get("BASE_URL", "http://testserver")
+DATABASES["default"]["CONN_MAX_AGE"] = 0

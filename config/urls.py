@@ -1,0 +1,35 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+
+from config.api import views as api_views
+
+api_v1 = [
+    path("", include("coupons.urls")),
+    path("", include("orders.urls_v1")),
+]
+
+api_v2 = [
+    path("", include("accounts.urls")),
+    path("", include("stores.urls")),
+    path("", include("orders.urls_v2")),
+    path("", include("events.urls")),
+    path("", include("webhooks.urls")),
+    path("", include("oauth_cli.urls_api")),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("api/v2/", include(api_v2)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularRedocView.as_view(url_name="schema"), name="api-docs"),
+    path("docs/errors", api_views.error_docs, name="error-docs"),
+    path("healthz", api_views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("", include("oauth_cli.urls")),
+]
+
+handler400 = "config.api.views.bad_request"
+handler403 = "config.api.views.permission_denied"
+handler404 = "config.api.views.not_found"
+handler500 = "config.api.views.server_error"

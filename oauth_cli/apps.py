@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class OauthCliConfig(AppConfig):
+    name = "oauth_cli"

@@ -1,0 +1,34 @@
+from django.db.models import QuerySet
+
+from accounts.credentials import Credential
+from stores.models import Membership, Store
+
+
+def stores_accessible(*, credential: Credential) -> QuerySet[Store]:
+    """Stores the credential may act on: the user's memberships, narrowed by the key's access."""
+    stores = Store.objects.filter(memberships__user_id=credential.user_id)
+    if credential.store_access != "all":
+        stores = stores.filter(id__in=credential.selected_store_ids)
+    return stores.order_by("id")
+
+
+def membership_for(*, credential: Credential, store_id: int) -> Membership | None:
+    """The membership through which the credential acts in a store, checked on every request."""
+    if not credential.may_access_store(store_id):
+        return None
+    return (
+        Membership.objects.select_related("store")
+        .filter(user_id=credential.user_id, store_id=store_id)
+        .first()
+    )
+
+
+def membership_for_slug(*, credential: Credential, slug: str) -> Membership | None:
+    membership = (
+        Membership.objects.select_related("store")
+        .filter(user_id=credential.user_id, store__slug=slug.lower())
+        .first()
+    )
+    if membership is None or not credential.may_access_store(membership.store_id):
+        return None
+    return membership

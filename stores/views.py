@@ -1,0 +1,77 @@
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.abilities import ACCOUNT_READ, STORES_CREATE
+from config.api.errors import NotFound
+from config.api.idempotency import idempotency_key_from, idempotent_response
+from config.api.pagination import LaravelPagination
+from config.api.schema import data_envelope, error_responses
+from stores.access import HasAbility
+from stores.selectors import stores_accessible
+from stores.serializers import StoreCreatedSerializer, StoreCreateInputSerializer, StoreSerializer
+from stores.services import store_create
+
+
+class StoreListCreateView(APIView):
+    permission_classes = [HasAbility]
+    required_abilities = {"GET": ACCOUNT_READ, "POST": STORES_CREATE}
+
+    @extend_schema(
+        operation_id="stores_list",
+        responses={200: StoreSerializer(many=True), **error_responses(403, 422)},
+        parameters=LaravelPagination().get_schema_operation_parameters(None),
+    )
+    def get(self, request):
+        paginator = LaravelPagination()
+        page = paginator.paginate_queryset(stores_accessible(credential=request.auth), request)
+        return paginator.get_paginated_response(StoreSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="stores_create",
+        request=StoreCreateInputSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=True,
+                description="1 to 255 characters; identifies one intended creation for 24 hours.",
+            )
+        ],
+        responses={
+            201: data_envelope("StoreCreatedResponse", StoreCreatedSerializer),
+            **error_responses(403, 409, 415, 422),
+        },
+    )
+    def post(self, request):
+        key = idempotency_key_from(request, required=True, min_length=1)
+
+        def create():
+            payload = StoreCreateInputSerializer(data=request.data)
+            payload.is_valid(raise_exception=True)
+            store = store_create(user=request.user, **payload.validated_data)
+            return Response(
+                {"data": StoreCreatedSerializer(store).data}, status=status.HTTP_201_CREATED
+            )
+
+        return idempotent_response(request, operation="stores.create", key=key, run=create)
+
+
+class StoreDetailView(APIView):
+    permission_classes = [HasAbility]
+    required_abilities = {"GET": ACCOUNT_READ}
+
+    @extend_schema(
+        operation_id="stores_retrieve",
+        responses={
+            200: data_envelope("StoreResponse", StoreSerializer),
+            **error_responses(403, 404),
+        },
+    )
+    def get(self, request, store_id: int):
+        store = stores_accessible(credential=request.auth).filter(pk=store_id).first()
+        if store is None:
+            raise NotFound()
+        return Response({"data": StoreSerializer(store).data})

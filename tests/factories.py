@@ -1,0 +1,51 @@
+import factory
+
+from accounts.abilities import ALL, ROLE_OWNER
+from accounts.models import User
+from accounts.services import api_key_create
+from stores.models import Membership, Store
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = User
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
+    password = factory.PostGenerationMethodCall("set_password", "password")
+
+    @factory.post_generation
+    def save_password(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+
+
+class StoreFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Store
+
+    name = factory.Sequence(lambda n: f"Store {n}")
+    slug = factory.Sequence(lambda n: f"store-{n}")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    user = factory.SubFactory(UserFactory)
+    store = factory.SubFactory(StoreFactory)
+    role = ROLE_OWNER
+
+
+def make_api_key(user, *, abilities=(ALL,), store_access="all", stores=(), current_store=None):
+    """Returns the secret of a new API key (the model keeps only its hash)."""
+    _, secret = api_key_create(
+        user=user,
+        name="test",
+        abilities=list(abilities),
+        store_access=store_access,
+        stores=list(stores),
+        current_store=current_store,
+    )
+    return secret
