@@ -170,11 +170,23 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE = {
+API_BEAT_SCHEDULE = {
     "idempotency-keys-prune": {
         "task": "api.idempotency_keys_prune",
         "schedule": crontab(minute="*/15"),
     },
+}
+
+# Each area keeps its settings in config/settings/<area>.py.
+from config.settings.events import *  # noqa: E402, F403
+from config.settings.oauth import *  # noqa: E402, F403
+from config.settings.webhooks import *  # noqa: E402, F403
+
+CELERY_BEAT_SCHEDULE = {
+    **API_BEAT_SCHEDULE,
+    **EVENTS_BEAT_SCHEDULE,  # noqa: F405
+    **OAUTH_BEAT_SCHEDULE,  # noqa: F405
+    **WEBHOOKS_BEAT_SCHEDULE,  # noqa: F405
 }
 
 LOGGING = {
