@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from config.api import views as api_views
@@ -23,6 +23,8 @@ urlpatterns = [
     path("api/v2/", include(api_v2)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularRedocView.as_view(url_name="schema"), name="api-docs"),
+    # Any other /api/ path: the 404 envelope, also under DEBUG (whose 404 page is HTML).
+    re_path(r"^api/", api_views.not_found),
     path("docs/errors", api_views.error_docs, name="error-docs"),
     path("healthz", api_views.healthz, name="healthz"),
     path("admin/", admin.site.urls),

@@ -99,7 +99,9 @@ class HasAbility(BasePermission):
     def has_permission(self, request, view):
         if request.auth is None:
             return False
-        ability = getattr(view, "required_abilities", {}).get(request.method)
+        # HEAD is a GET without a body: it needs what GET needs.
+        method = "GET" if request.method == "HEAD" else request.method
+        ability = getattr(view, "required_abilities", {}).get(method)
         if ability and not request.auth.grants(ability):
             raise Forbidden(f"This credential lacks the '{ability}' ability.")
         return True

@@ -7,7 +7,12 @@ from accounts.abilities import ACCOUNT_READ, STORES_CREATE
 from config.api.errors import NotFound
 from config.api.idempotency import idempotency_key_from, idempotent_response
 from config.api.pagination import LaravelPagination
-from config.api.schema import data_envelope, error_responses
+from config.api.schema import (
+    PAGINATION_PARAMETERS,
+    data_envelope,
+    error_responses,
+    paginated_envelope,
+)
 from stores.access import HasAbility
 from stores.selectors import stores_accessible
 from stores.serializers import StoreCreatedSerializer, StoreCreateInputSerializer, StoreSerializer
@@ -20,8 +25,11 @@ class StoreListCreateView(APIView):
 
     @extend_schema(
         operation_id="stores_list",
-        responses={200: StoreSerializer(many=True), **error_responses(403, 422)},
-        parameters=LaravelPagination().get_schema_operation_parameters(None),
+        parameters=PAGINATION_PARAMETERS,
+        responses={
+            200: paginated_envelope("StoreListResponse", StoreSerializer),
+            **error_responses(403, 422),
+        },
     )
     def get(self, request):
         paginator = LaravelPagination()

@@ -44,3 +44,15 @@ def auth_client(api_key):
 def other_store(db):
     """A store of another user: nothing of it may be visible to `user`."""
     return StoreFactory()
+
+
+@pytest.fixture
+def client_for():
+    """`client_for(secret, **headers)`: an APIClient sending `Authorization: Bearer <secret>`."""
+
+    def make(secret, **headers):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}", **headers)
+        return client
+
+    return make

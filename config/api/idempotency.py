@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.response import Response
 
-from config.api.errors import Conflict, ValidationFailed, api_exception_handler
+from config.api.errors import Conflict, ValidationFailed, api_exception_handler, request_id_of
 from config.api.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
@@ -87,10 +87,12 @@ def idempotent_response(
             raise Conflict(
                 "A request with this Idempotency-Key is still in progress.", param=HEADER
             )
+        body = existing.response_body
+        if isinstance(body, dict) and "request_id" in body:
+            # A stored error envelope: it names this request, as X-Request-Id does.
+            body = {**body, "request_id": request_id_of(request)}
         return Response(
-            existing.response_body,
-            status=existing.response_status,
-            headers={"Idempotent-Replayed": "true"},
+            body, status=existing.response_status, headers={"Idempotent-Replayed": "true"}
         )
 
     claim = IdempotencyKey.objects.filter(user=request.user, operation=operation, key=key)

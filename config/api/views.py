@@ -1,18 +1,36 @@
+import functools
 import logging
 
 from django.core.cache import cache
 from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
 
 from config.api.errors import ERROR_CODES, json_error
 
 logger = logging.getLogger(__name__)
 
 
+def require_get(view):
+    """Like Django's require_GET, but the 405 is the error envelope."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method not in ("GET", "HEAD"):
+            return json_error(request, "method_not_allowed", headers={"Allow": "GET, HEAD"})
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@csrf_exempt
 def not_found(request, exception=None):
     return json_error(request, "resource_not_found", "No such endpoint or resource.")
+
+
+def csrf_failure(request, reason=""):
+    return json_error(request, "forbidden", f"CSRF verification failed: {reason}")
 
 
 def server_error(request):
@@ -27,13 +45,13 @@ def permission_denied(request, exception=None):
     return json_error(request, "forbidden")
 
 
-@require_GET
+@require_get
 def error_docs(request):
     """The page every `docs_url` points at: one anchor per error code."""
     return render(request, "docs/errors.html", {"codes": ERROR_CODES.values()})
 
 
-@require_GET
+@require_get
 def healthz(request):
     checks = {}
     try:

@@ -66,6 +66,7 @@ ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "/accounts/login/"
+CSRF_FAILURE_VIEW = "config.api.views.csrf_failure"
 
 TEMPLATES = [
     {
@@ -124,6 +125,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # No OPTIONS metadata: OPTIONS answers 405 like any method a path does not document.
+    "DEFAULT_METADATA_CLASS": None,
 }
 
 SPECTACULAR_SETTINGS = {

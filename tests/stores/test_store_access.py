@@ -1,0 +1,165 @@
+"""The one store resolver and permission check (DESIGN.md "X-STORE", "Credentials, roles,
+abilities"), through a minimal `coupon`-area view registered only in the test URLconf."""
+
+import pytest
+
+from accounts.abilities import ROLE_STAFF
+from stores.models import Membership
+from tests.factories import MembershipFactory, StoreFactory, make_api_key
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+
+AREA_URL = "/api/v2/test-coupon-area"
+
+
+def resolved_store(response):
+    assert response.status_code in (200, 201), response.json()
+    return response.json()["data"]["store"]
+
+
+def assert_store_forbidden(response):
+    assert response.status_code == 403
+    body = response.json()
+    assert body["code"] == "forbidden"
+    assert body["param"] == "X-STORE"
+    return body
+
+
+def test_x_store_selects_the_store(user, store, client_for):
+    second = MembershipFactory(user=user).store
+    secret = make_api_key(user)
+    assert resolved_store(client_for(secret, HTTP_X_STORE=second.slug).get(AREA_URL)) == second.slug
+
+
+def test_x_store_is_case_insensitive(user, store, client_for):
+    secret = make_api_key(user)
+    response = client_for(secret, HTTP_X_STORE=store.slug.upper()).get(AREA_URL)
+    assert resolved_store(response) == store.slug
+
+
+def test_without_x_store_the_keys_current_store_is_used(user, store, client_for):
+    second = MembershipFactory(user=user).store
+    secret = make_api_key(user, current_store=second)
+    assert resolved_store(client_for(secret).get(AREA_URL)) == second.slug
+
+
+def test_without_x_store_or_current_store_the_first_store_is_used(user, client_for):
+    stores = [MembershipFactory(user=user).store for _ in range(3)]
+    secret = make_api_key(user)
+    assert resolved_store(client_for(secret).get(AREA_URL)) == min(stores, key=lambda s: s.id).slug
+
+
+def test_current_store_no_longer_accessible_falls_back_to_first_store(user, store, client_for):
+    second = MembershipFactory(user=user).store
+    secret = make_api_key(user, current_store=second)
+    Membership.objects.filter(user=user, store=second).delete()
+    assert resolved_store(client_for(secret).get(AREA_URL)) == store.slug
+
+
+def test_unknown_and_inaccessible_slugs_answer_the_same(auth_client, other_store):
+    # when
+    unknown = assert_store_forbidden(auth_client.get(AREA_URL, HTTP_X_STORE="no-such-store"))
+    inaccessible = assert_store_forbidden(auth_client.get(AREA_URL, HTTP_X_STORE=other_store.slug))
+    # then: nothing but the request id tells them apart
+    unknown.pop("request_id")
+    inaccessible.pop("request_id")
+    assert unknown == inaccessible
+
+
+def test_credential_with_no_store_at_all_is_403(user, client_for):
+    secret = make_api_key(user)
+    assert_store_forbidden(client_for(secret).get(AREA_URL))
+
+
+def test_selected_store_key_sees_only_its_stores(user, store, client_for):
+    # given: the user belongs to two stores; the key is restricted to the second one
+    second = MembershipFactory(user=user).store
+    secret = make_api_key(user, store_access="selected", stores=[second])
+    client = client_for(secret)
+    # then
+    assert resolved_store(client.get(AREA_URL)) == second.slug
+    assert_store_forbidden(client.get(AREA_URL, HTTP_X_STORE=store.slug))
+    listed = client.get("/api/v2/stores").json()["data"]
+    assert [s["slug"] for s in listed] == [second.slug]
+    assert client.get(f"/api/v2/stores/{store.id}").status_code == 404
+    assert client.get(f"/api/v2/stores/{second.id}").status_code == 200
+
+
+def test_selected_store_key_cannot_reach_a_selected_store_without_membership(user, client_for):
+    foreign = StoreFactory()
+    secret = make_api_key(user, store_access="selected", stores=[foreign])
+    assert_store_forbidden(client_for(secret, HTTP_X_STORE=foreign.slug).get(AREA_URL))
+
+
+def test_removing_a_membership_cuts_access_at_once(user, store, auth_client):
+    # given
+    assert resolved_store(auth_client.get(AREA_URL, HTTP_X_STORE=store.slug)) == store.slug
+    # when
+    Membership.objects.filter(user=user, store=store).delete()
+    # then: the same key, the very next request
+    assert_store_forbidden(auth_client.get(AREA_URL, HTTP_X_STORE=store.slug))
+    assert auth_client.get(f"/api/v2/stores/{store.id}").status_code == 404
+    assert auth_client.get("/api/v2/stores").json()["data"] == []
+
+
+def test_staff_role_can_read_but_not_write(user, client_for):
+    staff_store = MembershipFactory(user=user, role=ROLE_STAFF).store
+    client = client_for(make_api_key(user), HTTP_X_STORE=staff_store.slug)
+    assert client.get(AREA_URL).status_code == 200
+    response = client.post(AREA_URL, {}, format="json")
+    assert response.status_code == 403
+    assert response.json()["code"] == "forbidden"
+    assert "coupon:write" in response.json()["message"]
+
+
+def test_read_only_key_ability_can_read_but_not_write(user, store, client_for):
+    client = client_for(make_api_key(user, abilities=["coupon:read"]))
+    assert client.get(AREA_URL).status_code == 200
+    assert client.post(AREA_URL, {}, format="json").status_code == 403
+
+
+def test_area_ability_covers_read_and_write(user, store, client_for):
+    client = client_for(make_api_key(user, abilities=["coupon"]))
+    assert client.get(AREA_URL).status_code == 200
+    assert client.post(AREA_URL, {}, format="json").status_code == 201
+
+
+def test_key_without_the_area_ability_is_403(user, store, client_for):
+    client = client_for(make_api_key(user, abilities=["invoice", "account:read"]))
+    response = client.get(AREA_URL)
+    assert response.status_code == 403
+    assert response.json()["code"] == "forbidden"
+
+
+def test_store_permission_without_credential_is_401(api_client, store):
+    assert api_client.get(AREA_URL).status_code == 401
+
+
+@pytest.fixture
+def oauth_resolver(settings):
+    settings.BEARER_CREDENTIAL_RESOLVERS = [
+        *settings.BEARER_CREDENTIAL_RESOLVERS,
+        "tests.api.resolvers.credential_for_test_oauth_token",
+    ]
+
+
+def test_oauth_credential_without_x_store_is_400(oauth_resolver, user, store, client_for):
+    response = client_for(f"oauthtest-{user.pk}").get(AREA_URL)
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_request"
+    assert response.json()["param"] == "X-STORE"
+
+
+def test_oauth_credential_with_x_store_acts_with_the_role(oauth_resolver, user, client_for):
+    staff_store = MembershipFactory(user=user, role=ROLE_STAFF).store
+    client = client_for(f"oauthtest-{user.pk}", HTTP_X_STORE=staff_store.slug)
+    assert resolved_store(client.get(AREA_URL)) == staff_store.slug
+    assert client.post(AREA_URL, {}, format="json").status_code == 403
+    permissions = client.get("/api/v2/permissions").json()["data"]
+    assert permissions["credential_type"] == "oauth"
+
+
+def test_account_operations_do_not_need_x_store_with_oauth(oauth_resolver, user, client_for):
+    client = client_for(f"oauthtest-{user.pk}")
+    assert client.get("/api/v2/me").json()["data"]["credential_type"] == "oauth"
+    assert client.get("/api/v2/stores").status_code == 200
