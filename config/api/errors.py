@@ -117,11 +117,14 @@ class ApiError(Exception):
         param: str | None = None,
         errors: dict[str, list[str]] | None = None,
         headers: dict | None = None,
+        extra: dict | None = None,
     ):
         self.message = message or ERROR_CODES[self.code].description
         self.param = param
         self.errors = errors
         self.headers = headers or {}
+        # Members added to the envelope (the event endpoints' 410 `fallback`).
+        self.extra = extra or {}
         super().__init__(self.message)
 
     @property
@@ -251,6 +254,7 @@ def _from_drf(exc: drf_exceptions.APIException) -> ApiError:
 
 def api_error_response(error: ApiError, request) -> Response:
     body = error_body(error.code, request, error.message, error.param, error.errors)
+    body.update(error.extra)
     return Response(body, status=error.status, headers=error.headers)
 
 
