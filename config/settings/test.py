@@ -14,3 +14,5 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 BASE_URL = os.environ.get("BASE_URL", "http://testserver")
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# APIClient sends JSON unless a test says otherwise (the API accepts nothing else).
+REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405

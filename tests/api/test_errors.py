@@ -1,0 +1,178 @@
+"""The one error envelope (spec "Errors", DESIGN.md "Errors") for every status we answer."""
+
+import re
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from config.api.errors import ERROR_CODES
+from tests.factories import make_api_key
+
+pytestmark = pytest.mark.django_db
+
+ENVELOPE_KEYS = {"type", "code", "message", "status", "param", "request_id", "docs_url"}
+
+
+def assert_envelope(response, status, type_, code, param=None):
+    assert response.status_code == status
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert set(body) - {"errors"} == ENVELOPE_KEYS
+    assert body["type"] == type_
+    assert body["code"] == code
+    assert body["status"] == status
+    assert body["param"] == param
+    assert isinstance(body["message"], str) and body["message"]
+    assert re.fullmatch(r"req_[A-Za-z0-9_-]{20,}", body["request_id"])
+    assert body["request_id"] == response["X-Request-Id"]
+    assert body["docs_url"] == f"http://testserver/docs/errors#{code}"
+    return body
+
+
+def test_400_unparseable_json(auth_client):
+    response = auth_client.post(
+        "/api/v2/stores", "{not json", content_type="application/json", HTTP_IDEMPOTENCY_KEY="k"
+    )
+    assert_envelope(response, 400, "invalid_request_error", "bad_request", param="body")
+
+
+@pytest.mark.parametrize("body", ["[1, 2]", '"text"', "42", "null"])
+def test_400_json_body_that_is_not_an_object(body, auth_client):
+    response = auth_client.post(
+        "/api/v2/stores", body, content_type="application/json", HTTP_IDEMPOTENCY_KEY="k"
+    )
+    assert_envelope(response, 400, "invalid_request_error", "bad_request", param="body")
+
+
+def test_401(api_client):
+    assert_envelope(api_client.get("/api/v2/me"), 401, "authentication_error", "unauthenticated")
+
+
+def test_403(user, store, client_for):
+    client = client_for(make_api_key(user, abilities=["coupon"]))
+    assert_envelope(client.get("/api/v2/me"), 403, "authorization_error", "forbidden")
+
+
+def test_404_resource(auth_client, other_store):
+    response = auth_client.get(f"/api/v2/stores/{other_store.id}")
+    assert_envelope(response, 404, "not_found_error", "resource_not_found")
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v2/nothing-here", "/api/v2/me/", "/api/v3/me", "/api/", "/nowhere"]
+)
+def test_404_for_unknown_urls(path, auth_client):
+    assert_envelope(auth_client.get(path), 404, "not_found_error", "resource_not_found")
+
+
+def test_404_for_unknown_api_url_without_credential_and_with_post():
+    response = Client().post("/api/v2/nothing-here", {"a": 1})
+    assert_envelope(response, 404, "not_found_error", "resource_not_found")
+
+
+def test_405(auth_client):
+    response = auth_client.delete("/api/v2/me")
+    assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
+
+
+def test_405_options_is_not_served(auth_client):
+    response = auth_client.options("/api/v2/stores")
+    assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
+
+
+def test_405_on_plain_django_views():
+    response = Client().post("/healthz")
+    assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
+
+
+def test_409(auth_client):
+    auth_client.post(
+        "/api/v2/stores", {"name": "A", "slug": "aaa"}, format="json", HTTP_IDEMPOTENCY_KEY="k"
+    )
+    response = auth_client.post(
+        "/api/v2/stores", {"name": "B", "slug": "bbb"}, format="json", HTTP_IDEMPOTENCY_KEY="k"
+    )
+    assert_envelope(response, 409, "conflict_error", "conflict", param="Idempotency-Key")
+
+
+def test_415(auth_client):
+    response = auth_client.post(
+        "/api/v2/stores", "name=a&slug=abc", content_type="text/plain", HTTP_IDEMPOTENCY_KEY="k"
+    )
+    assert_envelope(response, 415, "invalid_request_error", "unsupported_media_type")
+
+
+def test_422_names_the_field_and_lists_errors(auth_client):
+    response = auth_client.post(
+        "/api/v2/stores", {"name": "A", "slug": "-"}, format="json", HTTP_IDEMPOTENCY_KEY="k"
+    )
+    body = assert_envelope(response, 422, "validation_error", "validation_failed", param="slug")
+    assert body["errors"] == {"slug": ["must be 3 to 63 characters long"]}
+
+
+def test_429(auth_client, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 1
+    auth_client.get("/api/v2/me")
+    response = auth_client.get("/api/v2/me")
+    assert_envelope(response, 429, "rate_limit_error", "rate_limit_exceeded")
+    assert int(response["Retry-After"]) >= 1
+
+
+@pytest.mark.urls("tests.api.urls")
+def test_500_from_an_api_view_has_no_trace(auth_client):
+    response = auth_client.get("/api/v2/test-explode")
+    body = assert_envelope(response, 500, "api_error", "api_error")
+    assert "secret internal detail" not in response.content.decode()
+    assert "Traceback" not in body["message"]
+
+
+@pytest.mark.urls("tests.api.urls")
+def test_500_from_a_plain_django_view_has_no_trace():
+    response = Client(raise_request_exception=False).get("/test-explode")
+    assert_envelope(response, 500, "api_error", "api_error")
+    assert "secret internal detail" not in response.content.decode()
+
+
+def test_every_response_has_a_request_id(auth_client):
+    first = auth_client.get("/api/v2/me")
+    second = auth_client.get("/api/v2/me")
+    assert first["X-Request-Id"].startswith("req_")
+    assert first["X-Request-Id"] != second["X-Request-Id"]
+
+
+def test_docs_page_lists_every_code():
+    response = APIClient().get("/docs/errors")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for code, spec in ERROR_CODES.items():
+        assert f'id="{code}"' in html
+        assert spec.type in html
+    for code in [
+        "bad_request",
+        "unauthenticated",
+        "forbidden",
+        "resource_not_found",
+        "conflict",
+        "cursor_expired",
+        "validation_failed",
+        "rate_limit_exceeded",
+        "api_error",
+    ]:
+        assert code in ERROR_CODES
+
+
+def test_spec_statuses_and_types():
+    expected = {
+        "bad_request": (400, "invalid_request_error"),
+        "unauthenticated": (401, "authentication_error"),
+        "forbidden": (403, "authorization_error"),
+        "resource_not_found": (404, "not_found_error"),
+        "conflict": (409, "conflict_error"),
+        "cursor_expired": (410, "invalid_request_error"),
+        "validation_failed": (422, "validation_error"),
+        "rate_limit_exceeded": (429, "rate_limit_error"),
+        "api_error": (500, "api_error"),
+    }
+    for code, (status, type_) in expected.items():
+        assert (ERROR_CODES[code].status, ERROR_CODES[code].type) == (status, type_)

@@ -1,0 +1,159 @@
+"""The shared Laravel paginator (DESIGN.md "Pagination"), through GET /api/v2/stores."""
+
+import pytest
+
+from config.api.pagination import _page_range_elements
+from tests.factories import MembershipFactory, make_api_key
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v2/stores"
+BASE = "http://testserver/api/v2/stores"
+
+
+@pytest.fixture
+def stores(user, store):
+    """The user's 25 stores (`store` first), in id order."""
+    return [store, *(MembershipFactory(user=user).store for _ in range(24))]
+
+
+def labels(body):
+    return [link["label"] for link in body["meta"]["links"]]
+
+
+def test_first_page(auth_client, stores):
+    body = auth_client.get(URL, {"limit": 10}).json()
+    assert [s["id"] for s in body["data"]] == [str(s.id) for s in stores[:10]]
+    assert body["links"] == {
+        "first": f"{BASE}?limit=10&page=1",
+        "last": f"{BASE}?limit=10&page=3",
+        "prev": None,
+        "next": f"{BASE}?limit=10&page=2",
+    }
+    meta = body["meta"]
+    assert {k: v for k, v in meta.items() if k != "links"} == {
+        "current_page": 1,
+        "from": 1,
+        "last_page": 3,
+        "path": BASE,
+        "per_page": 10,
+        "to": 10,
+        "total": 25,
+    }
+    assert meta["links"] == [
+        {"url": None, "label": "&laquo; Previous", "active": False},
+        {"url": f"{BASE}?limit=10&page=1", "label": "1", "active": True},
+        {"url": f"{BASE}?limit=10&page=2", "label": "2", "active": False},
+        {"url": f"{BASE}?limit=10&page=3", "label": "3", "active": False},
+        {"url": f"{BASE}?limit=10&page=2", "label": "Next &raquo;", "active": False},
+    ]
+
+
+def test_middle_page(auth_client, stores):
+    body = auth_client.get(URL, {"limit": 10, "page": 2}).json()
+    assert [s["id"] for s in body["data"]] == [str(s.id) for s in stores[10:20]]
+    assert body["links"]["prev"] == f"{BASE}?limit=10&page=1"
+    assert body["links"]["next"] == f"{BASE}?limit=10&page=3"
+    assert (body["meta"]["from"], body["meta"]["to"]) == (11, 20)
+    assert [link["active"] for link in body["meta"]["links"]] == [False, False, True, False, False]
+
+
+def test_last_page(auth_client, stores):
+    body = auth_client.get(URL, {"limit": 10, "page": 3}).json()
+    assert len(body["data"]) == 5
+    assert body["links"]["next"] is None
+    assert body["meta"]["links"][-1] == {"url": None, "label": "Next &raquo;", "active": False}
+    assert (body["meta"]["from"], body["meta"]["to"]) == (21, 25)
+
+
+def test_past_the_end_page_is_empty_with_correct_meta(auth_client, stores):
+    response = auth_client.get(URL, {"limit": 10, "page": 7})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["data"] == []
+    assert body["meta"]["current_page"] == 7
+    assert body["meta"]["last_page"] == 3
+    assert body["meta"]["total"] == 25
+    assert body["meta"]["from"] is None
+    assert body["meta"]["to"] is None
+    assert body["links"]["next"] is None
+    assert body["links"]["prev"] == f"{BASE}?limit=10&page=6"
+    assert not any(link["active"] for link in body["meta"]["links"])
+
+
+def test_default_page_size_is_15(auth_client, stores):
+    body = auth_client.get(URL).json()
+    assert body["meta"]["per_page"] == 15
+    assert len(body["data"]) == 15
+    assert body["links"]["next"] == f"{BASE}?page=2"
+
+
+def test_empty_list_has_one_page(user, client_for):
+    # given: a user without stores
+    body = client_for(make_api_key(user)).get(URL).json()
+    assert body["data"] == []
+    assert body["meta"]["last_page"] == 1
+    assert body["meta"]["total"] == 0
+    assert body["meta"]["from"] is None
+    assert labels(body) == ["&laquo; Previous", "1", "Next &raquo;"]
+
+
+@pytest.mark.parametrize(
+    ("params", "param"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"limit": -5}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"limit": "1.5"}, "limit"),
+        ({"page": 0}, "page"),
+        ({"page": "two"}, "page"),
+        ({"page": -1}, "page"),
+    ],
+)
+def test_invalid_limit_or_page_is_422_naming_it(params, param, auth_client):
+    response = auth_client.get(URL, params)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "validation_failed"
+    assert body["param"] == param
+    assert list(body["errors"]) == [param]
+
+
+def test_limit_bounds_are_accepted(auth_client, stores):
+    assert auth_client.get(URL, {"limit": 1}).status_code == 200
+    assert auth_client.get(URL, {"limit": 100}).json()["meta"]["per_page"] == 100
+
+
+def test_links_keep_other_query_parameters(auth_client, stores):
+    body = auth_client.get(URL, {"limit": 10, "page": 2, "foo": "bar"}).json()
+    assert body["links"]["next"] == f"{BASE}?foo=bar&limit=10&page=3"
+
+
+def test_many_pages_show_laravel_gaps(auth_client, stores):
+    # 25 pages of one store each
+    first = auth_client.get(URL, {"limit": 1}).json()
+    assert labels(first)[1:-1] == [*map(str, range(1, 11)), "...", "24", "25"]
+    gap = first["meta"]["links"][11]
+    assert gap == {"url": None, "label": "...", "active": False}
+
+    middle = auth_client.get(URL, {"limit": 1, "page": 13}).json()
+    assert labels(middle)[1:-1] == ["1", "2", "...", *map(str, range(10, 17)), "...", "24", "25"]
+
+    end = auth_client.get(URL, {"limit": 1, "page": 25}).json()
+    assert labels(end)[1:-1] == ["1", "2", "...", *map(str, range(16, 26))]
+
+
+@pytest.mark.parametrize(
+    ("current", "last", "expected"),
+    [
+        (1, 13, [list(range(1, 14))]),
+        (1, 14, [list(range(1, 11)), "...", [13, 14]]),
+        (7, 20, [list(range(1, 11)), "...", [19, 20]]),
+        (8, 20, [[1, 2], "...", list(range(5, 12)), "...", [19, 20]]),
+        (13, 20, [[1, 2], "...", list(range(10, 17)), "...", [19, 20]]),
+        (14, 20, [[1, 2], "...", list(range(11, 21))]),
+    ],
+)
+def test_page_window_matches_laravel_url_window(current, last, expected):
+    assert _page_range_elements(current, last) == expected

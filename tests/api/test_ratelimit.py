@@ -1,0 +1,80 @@
+"""Per-credential rate limits on Redis, failing open (DESIGN.md "Limits and rate limits")."""
+
+import socket
+
+import pytest
+from django.test import override_settings
+
+from tests.factories import make_api_key
+
+pytestmark = pytest.mark.django_db
+
+
+def dead_redis_url():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"redis://127.0.0.1:{port}/0"  # nothing listens there once the socket closes
+
+
+def dead_redis_caches():
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": dead_redis_url(),
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+
+
+def test_normal_responses_carry_the_budget(auth_client, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 3
+    remaining = []
+    for _ in range(3):
+        response = auth_client.get("/api/v2/me")
+        assert response.status_code == 200
+        assert response["X-RateLimit-Limit"] == "3"
+        remaining.append(response["X-RateLimit-Remaining"])
+    assert remaining == ["2", "1", "0"]
+
+
+def test_over_the_budget_is_429_with_retry_after(auth_client, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 2
+    auth_client.get("/api/v2/me")
+    auth_client.get("/api/v2/stores")
+    response = auth_client.get("/api/v2/me")
+    assert response.status_code == 429
+    assert response.json()["code"] == "rate_limit_exceeded"
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert response["X-RateLimit-Remaining"] == "0"
+
+
+def test_budgets_are_per_credential(user, auth_client, client_for, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 1
+    auth_client.get("/api/v2/me")
+    assert auth_client.get("/api/v2/me").status_code == 429
+    assert client_for(make_api_key(user)).get("/api/v2/me").status_code == 200
+
+
+def test_requests_are_served_when_redis_is_down(auth_client, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 1
+    with override_settings(CACHES=dead_redis_caches()):
+        responses = [auth_client.get("/api/v2/me") for _ in range(3)]
+    assert [r.status_code for r in responses] == [200, 200, 200]
+    assert "X-RateLimit-Limit" not in responses[0]
+
+
+def test_healthz_reports_database_and_cache(api_client):
+    response = api_client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "checks": {"database": "ok", "cache": "ok"}}
+
+
+def test_healthz_reports_redis_down_as_degraded(api_client):
+    with override_settings(CACHES=dead_redis_caches()):
+        response = api_client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "degraded",
+        "checks": {"database": "ok", "cache": "unavailable"},
+    }

@@ -1,0 +1,41 @@
+"""Production settings refuse the default secret key (DESIGN.md "Configuration")."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+LOAD_SETTINGS = (
+    "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
+)
+
+
+def load_production(**env):
+    environment = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
+    return subprocess.run(
+        [sys.executable, "-c", LOAD_SETTINGS],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_production_refuses_the_default_secret_key():
+    result = load_production()
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_production_refuses_a_short_secret_key():
+    assert load_production(SECRET_KEY="short").returncode != 0
+
+
+def test_production_starts_with_a_real_secret_key():
+    result = load_production(SECRET_KEY="x" * 50)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
