@@ -1,0 +1,68 @@
+from django.contrib import admin, messages
+
+from oauth_cli.models import Installation, TokenFamily
+from oauth_cli.services import installation_revoke, token_family_revoke
+
+
+class TokenFamilyInline(admin.TabularInline):
+    model = TokenFamily
+    fields = ("id", "created_at", "expires_at", "revoked_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Installation)
+class InstallationAdmin(admin.ModelAdmin):
+    """CLI connections; deleting one (or the action) revokes its codes and token families."""
+
+    list_display = ("id", "user", "application", "created_at")
+    search_fields = ("user__username", "user__email", "id")
+    readonly_fields = ("id", "user", "application", "created_at")
+    inlines = [TokenFamilyInline]
+    actions = ["revoke_installations"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Disconnect (revoke codes and all token families)")
+    def revoke_installations(self, request, queryset):
+        count = sum(
+            installation_revoke(installation_id=pk) for pk in queryset.values_list("pk", flat=True)
+        )
+        self.message_user(request, f"Disconnected {count} installation(s).", messages.SUCCESS)
+
+    def delete_model(self, request, obj):
+        installation_revoke(installation_id=obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        for pk in queryset.values_list("pk", flat=True):
+            installation_revoke(installation_id=pk)
+
+
+@admin.register(TokenFamily)
+class TokenFamilyAdmin(admin.ModelAdmin):
+    list_display = ("id", "installation", "created_at", "expires_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("installation__user__username", "id")
+    readonly_fields = ("id", "installation", "created_at", "expires_at", "revoked_at")
+    exclude = ("code_checksum",)
+    actions = ["revoke_families"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Revoke the selected token families")
+    def revoke_families(self, request, queryset):
+        for pk in queryset.values_list("pk", flat=True):
+            token_family_revoke(family_id=pk)
+        self.message_user(
+            request, f"Revoked {queryset.count()} token family(ies).", messages.SUCCESS
+        )

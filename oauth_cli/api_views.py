@@ -1,0 +1,68 @@
+"""v2 `/oauth/installation`: the CLI connection of the user behind the OAuth token."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.credentials import CREDENTIAL_OAUTH
+from config.api.errors import Forbidden, NotFound
+from config.api.schema import data_envelope, error_responses
+from oauth_cli.selectors import cli_application, installation_for
+from oauth_cli.serializers import InstallationSerializer, installation_resource
+from oauth_cli.services import installation_revoke
+
+
+class OAuthOnly(BasePermission):
+    """The installation belongs to an OAuth connection; API keys get 403."""
+
+    def has_permission(self, request, view):
+        if request.auth is None:
+            return False
+        if request.auth.type != CREDENTIAL_OAUTH:
+            raise Forbidden("This endpoint needs an OAuth access token of the CLI.")
+        return True
+
+
+def _current_installation(request):
+    application = cli_application()
+    installation = (
+        installation_for(user_id=request.user.pk, application_id=application.pk)
+        if application is not None
+        else None
+    )
+    if installation is None:
+        raise NotFound()
+    return installation
+
+
+class InstallationView(APIView):
+    permission_classes = [OAuthOnly]
+
+    @extend_schema(
+        operation_id="oauth_installation_retrieve",
+        responses={
+            200: data_envelope("InstallationResponse", InstallationSerializer),
+            **error_responses(403, 404),
+        },
+        description="The CLI connection (grant model `account`, scope `admin`) of the user "
+        "behind the OAuth access token. No X-STORE. API keys get 403.",
+    )
+    def get(self, request):
+        installation = _current_installation(request)
+        return Response({"data": InstallationSerializer(installation_resource(installation)).data})
+
+    @extend_schema(
+        operation_id="oauth_installation_destroy",
+        responses={
+            204: OpenApiResponse(description="Disconnected: codes and all token families revoked."),
+            **error_responses(403, 404),
+        },
+        description="Disconnects the CLI: revokes its pending codes and every token family. "
+        "The access token used for this request stops working at once.",
+    )
+    def delete(self, request):
+        installation = _current_installation(request)
+        installation_revoke(installation_id=installation.pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,68 @@
+"""Reads of the oauth area: the CLI application, installations, and the bearer resolver."""
+
+import hashlib
+
+from django.conf import settings
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_application_model
+
+from accounts.credentials import CREDENTIAL_OAUTH, Credential
+from accounts.models import User
+from oauth_cli.models import Installation
+
+
+def token_checksum(raw: str) -> str:
+    """How DOT (and TokenFamily.code_checksum) store a token or code: its SHA-256."""
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def cli_application():
+    """The one registered client, the official CLI; None before `ensure_cli_client` ran."""
+    return get_application_model().objects.filter(client_id=settings.CLI_CLIENT_ID).first()
+
+
+def installation_for(*, user_id: int, application_id: int) -> Installation | None:
+    return (
+        Installation.objects.select_related("application")
+        .filter(user_id=user_id, application_id=application_id)
+        .first()
+    )
+
+
+def credential_for_access_token(token: str) -> tuple[User, Credential] | None:
+    """Bearer resolver for OAuth access tokens (BEARER_CREDENTIAL_RESOLVERS).
+
+    Only a live, unexpired token of the CLI with scope `admin`, whose installation still
+    exists, of an active user. Store membership is re-checked per request by stores.access.
+    """
+    if not token or len(token) > 255:
+        return None
+    access_token = (
+        get_access_token_model()
+        .objects.select_related("user", "application")
+        .filter(token_checksum=token_checksum(token), expires__gt=timezone.now())
+        .first()
+    )
+    if (
+        access_token is None
+        or access_token.user is None
+        or not access_token.user.is_active
+        or access_token.application is None
+        or access_token.application.client_id != settings.CLI_CLIENT_ID
+        or settings.OAUTH_SCOPE_ADMIN not in access_token.scope.split()
+    ):
+        return None
+    installation = installation_for(
+        user_id=access_token.user_id, application_id=access_token.application_id
+    )
+    if installation is None:
+        return None
+    credential = Credential(
+        type=CREDENTIAL_OAUTH,
+        user_id=access_token.user_id,
+        abilities=("*",),
+        store_access="all",
+        rate_limit_key=f"oauth_installation:{installation.pk}",
+        access_token_id=access_token.pk,
+    )
+    return access_token.user, credential

@@ -1,0 +1,12 @@
+import logging
+
+from celery import shared_task
+
+from oauth_cli.services import oauth_prune
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="oauth_cli.prune")
+def oauth_prune_task():
+    oauth_prune()

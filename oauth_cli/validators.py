@@ -1,0 +1,147 @@
+"""django-oauth-toolkit customised for the official CLI (OAUTH2_VALIDATOR_CLASS).
+
+Each hook is small and names the rule it enforces; DOT's flow and models stay as they are.
+"""
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from oauth2_provider.models import get_grant_model, get_refresh_token_model
+from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauthlib.oauth2.rfc6749 import errors
+
+from oauth_cli.models import Installation, TokenFamily
+from oauth_cli.selectors import token_checksum
+from oauth_cli.services import token_family_create, token_family_revoke
+
+
+class _TokenReplayed(Exception):
+    """Raised inside the issuing transaction; the revocation must happen outside it."""
+
+    def __init__(self, family_id):
+        self.family_id = family_id
+
+
+class CliOAuth2Validator(OAuth2Validator):
+    def _load_application(self, client_id, request):
+        """Only the official CLI is a client; any other id is `invalid_client`."""
+        if client_id != settings.CLI_CLIENT_ID:
+            return None
+        return super()._load_application(client_id, request)
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+        """RFC 6749 §4.1.2 / RFC 9700 §4.5: a code is single-use; on replay the authorization
+        server SHOULD revoke the tokens issued from it, which we do."""
+        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return True
+        family = TokenFamily.objects.filter(code_checksum=token_checksum(code)).first()
+        if family is not None:
+            token_family_revoke(family_id=family.pk)
+        return False
+
+    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+        """The code was already consumed inside the issuing transaction (_save_bearer_token)."""
+
+    def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
+        """DOT's rotation and reuse protection, plus the family's absolute 90-day lifetime and
+        a revoked family (code replay, disconnect)."""
+        valid = super().validate_refresh_token(refresh_token, client, request, *args, **kwargs)
+        rt = getattr(request, "refresh_token_instance", None)
+        if not valid or rt is None:
+            self._mark_family_revoked(refresh_token)
+            return False
+        family = TokenFamily.objects.filter(pk=rt.token_family).first()
+        if family is None or not family.is_live:
+            token_family_revoke(family_id=rt.token_family)
+            return False
+        return True
+
+    def _mark_family_revoked(self, refresh_token):
+        """DOT revoked the family of a reused token; record it on our family row too."""
+        families = (
+            get_refresh_token_model()
+            .objects.filter(token_checksum=token_checksum(refresh_token), revoked__isnull=False)
+            .values("token_family")
+        )
+        TokenFamily.objects.filter(pk__in=families, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+
+    def save_bearer_token(self, token, request, *args, **kwargs):
+        try:
+            return super().save_bearer_token(token, request, *args, **kwargs)
+        except _TokenReplayed as replay:
+            # Lost a race with another exchange of the same code or refresh token: that is a
+            # replay, so the family is revoked (RFC 9700 §4.14.2) and nothing is issued here.
+            if replay.family_id is not None:
+                token_family_revoke(family_id=replay.family_id)
+            raise errors.InvalidGrantError(
+                description="The grant was already used.", request=request
+            ) from None
+
+    def _save_bearer_token(self, token, request, *args, **kwargs):
+        """Runs in DOT's issuing transaction. Locks the installation (a concurrent disconnect
+        waits or wins), then consumes the code or re-checks the refresh token under its row
+        lock, so at most one successor is ever issued per code or refresh token."""
+        installation = (
+            Installation.objects.select_for_update()
+            .filter(user=request.user, application=request.client)
+            .first()
+        )
+        if installation is None:
+            raise errors.InvalidGrantError(
+                description="The CLI connection was revoked.", request=request
+            )
+        request.installation = installation
+        if request.grant_type == "authorization_code":
+            consumed, _ = (
+                get_grant_model()
+                .objects.filter(code=request.code, application=request.client)
+                .delete()
+            )
+            if not consumed:
+                family = TokenFamily.objects.filter(
+                    code_checksum=token_checksum(request.code)
+                ).first()
+                raise _TokenReplayed(family.pk if family else None)
+        elif request.grant_type == "refresh_token":
+            current = (
+                get_refresh_token_model()
+                .objects.select_for_update()
+                .get(pk=request.refresh_token_instance.pk)
+            )
+            if current.revoked is not None:
+                raise _TokenReplayed(current.token_family)
+        return super()._save_bearer_token(token, request, *args, **kwargs)
+
+    def _create_refresh_token(self, request, refresh_token_code, access_token, previous):
+        refresh_token = super()._create_refresh_token(
+            request, refresh_token_code, access_token, previous
+        )
+        if previous is None:
+            token_family_create(
+                installation=request.installation,
+                family_id=refresh_token.token_family,
+                code=request.code,
+            )
+        return refresh_token
+
+    def revoke_token(self, token, token_type_hint, request, *args, **kwargs):
+        """RFC 7009, widened: revoking any token of the CLI disconnects its installation (all
+        token families). Unknown tokens are ignored (the endpoint still answers 200)."""
+        from oauth2_provider.models import get_access_token_model
+
+        from oauth_cli.services import installation_revoke_for_user
+
+        application_pk = getattr(request.client, "pk", None)
+        if application_pk is None or not token:
+            return
+        lookup = {"token_checksum": token_checksum(token), "application_id": application_pk}
+        owner = (
+            get_access_token_model().objects.filter(**lookup).values_list("user_id", flat=True)
+        ).first() or (
+            get_refresh_token_model().objects.filter(**lookup).values_list("user_id", flat=True)
+        ).first()
+        if owner is not None:
+            with transaction.atomic():
+                installation_revoke_for_user(user_id=owner, application_id=application_pk)

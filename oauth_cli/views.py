@@ -1,0 +1,280 @@
+"""OAuth protocol endpoints for the official CLI: thin subclasses of DOT's views.
+
+Protocol errors are `{error, error_description}` (RFC 6749 §5.2); rate limits and server
+errors use the business envelope (spec "Errors" rule 3).
+"""
+
+import json
+import logging
+import secrets
+
+from django.conf import settings
+from django.contrib.auth.views import LoginView
+from django.http import HttpResponse, JsonResponse, QueryDict
+from django.middleware.csrf import CsrfViewMiddleware
+from django.shortcuts import render
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
+from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
+from oauth2_provider.views.mixins import OAuthLibMixin
+
+from config.api.errors import json_error
+from config.api.ratelimit import rate_limit_consume
+from oauth_cli.authorize import (
+    authorize_request_error,
+    pending_authorization_create,
+    pending_authorization_take,
+)
+from oauth_cli.selectors import cli_application
+from oauth_cli.services import installation_ensure
+
+logger = logging.getLogger(__name__)
+
+
+def rate_limited_response(request, endpoint: str):
+    """Per client IP budget on the protocol endpoints (DESIGN.md); None when within it."""
+    ip = request.META.get("REMOTE_ADDR", "unknown")
+    state = rate_limit_consume(f"oauth:{endpoint}:{ip}", settings.OAUTH_RATE_LIMIT_PER_MINUTE)
+    if state is None or not state.exceeded:
+        return None
+    return json_error(
+        request,
+        "rate_limit_exceeded",
+        headers={
+            "Retry-After": str(max(1, state.reset_seconds)),
+            "X-RateLimit-Limit": str(state.limit),
+            "X-RateLimit-Remaining": "0",
+        },
+    )
+
+
+def oauth_error(request, error: str, description: str, status: int = 400):
+    """A non-redirectable protocol error: JSON, or the same as a page for a browser."""
+    body = {"error": error, "error_description": description}
+    if "text/html" in request.headers.get("Accept", ""):
+        response = render(request, "oauth_cli/error.html", body, status=status)
+        _protect_page(response, nonce=None)
+        return response
+    response = JsonResponse(body, status=status)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _protect_page(response, *, nonce: str | None, form_target: str = ""):
+    """Anti-clickjacking and leak-free headers for pages the browser shows."""
+    style = f"'nonce-{nonce}'" if nonce else "'none'"
+    response["Content-Security-Policy"] = (
+        f"default-src 'none'; style-src {style}; img-src 'none'; script-src 'none'; "
+        f"form-action 'self' {form_target}".rstrip()
+        + "; frame-ancestors 'none'; base-uri 'none'"
+    )
+    response["X-Frame-Options"] = "DENY"
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cache-Control"] = "no-store"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@require_GET
+def authorization_server_metadata(request):
+    """RFC 8414 discovery document."""
+    limited = rate_limited_response(request, "metadata")
+    if limited:
+        return limited
+    base = settings.BASE_URL
+    response = JsonResponse(
+        {
+            "issuer": base,
+            "authorization_endpoint": f"{base}/oauth/authorize",
+            "token_endpoint": f"{base}/oauth/token",
+            "revocation_endpoint": f"{base}/oauth/revoke",
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none"],
+            "revocation_endpoint_auth_methods_supported": ["none"],
+            "scopes_supported": [settings.OAUTH_SCOPE_ADMIN],
+        }
+    )
+    response["Cache-Control"] = "public, max-age=3600"
+    return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")  # checked below against the `_token` field
+class CliAuthorizationView(AuthorizationView):
+    """GET shows the consent page; POST approves, DELETE (or `_method=DELETE`) refuses."""
+
+    template_name = "oauth_cli/consent.html"
+    http_method_names = ["get", "post", "delete"]
+
+    def dispatch(self, request, *args, **kwargs):
+        limited = rate_limited_response(request, "authorize")
+        if limited:
+            return limited
+        if request.method == "GET":
+            error = authorize_request_error(request.GET)
+            if error is not None:
+                return self._authorize_error(request, error)
+        elif not request.user.is_authenticated:
+            return oauth_error(request, "access_denied", "Sign in before answering.", 401)
+        return super().dispatch(request, *args, **kwargs)
+
+    def _authorize_error(self, request, error):
+        if error.redirect_uri is None:
+            status = 400
+            return oauth_error(request, error.error, error.description, status)
+        query = QueryDict(mutable=True)
+        query.update({"error": error.error, "error_description": error.description})
+        if error.state is not None:
+            query["state"] = error.state
+        return self._redirect(f"{error.redirect_uri}?{query.urlencode()}", status=302)
+
+    def _redirect(self, location: str, status: int = 303):
+        response = HttpResponse(status=status)
+        response["Location"] = location
+        response["Referrer-Policy"] = "no-referrer"
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def redirect(self, redirect_to, application):
+        """DOT's redirects (code, access_denied): 303 after the consent form (DESIGN.md)."""
+        response = super().redirect(redirect_to, application)
+        response.status_code = 303
+        response["Referrer-Policy"] = "no-referrer"
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def error_response(self, error, application, **kwargs):
+        """Redirectable errors go back to the client; fatal ones are shown, never redirected."""
+        redirect, error_response = OAuthLibMixin.error_response(self, error)
+        if redirect:
+            return self.redirect(error_response["url"], application)
+        oauthlib_error = error_response["error"]
+        return oauth_error(
+            self.request,
+            oauthlib_error.error,
+            oauthlib_error.description or "",
+            oauthlib_error.status_code,
+        )
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["auth_token"] = pending_authorization_create(
+            self.request.session,
+            user_id=self.request.user.pk,
+            request_data={
+                "client_id": kwargs["client_id"],
+                "redirect_uri": kwargs["redirect_uri"],
+                "state": kwargs["state"],
+                "code_challenge": kwargs.get("code_challenge", ""),
+                "code_challenge_method": kwargs.get("code_challenge_method", ""),
+                "scopes": list(kwargs["scopes"]),
+            },
+        )
+        context["csp_nonce"] = secrets.token_urlsafe(16)
+        return context
+
+    def render_to_response(self, context, **response_kwargs):
+        response = super().render_to_response(context, **response_kwargs)
+        origin = context["redirect_uri"].removesuffix("/callback")
+        return _protect_page(response, nonce=context["csp_nonce"], form_target=origin)
+
+    def post(self, request, *args, **kwargs):
+        allow = request.POST.get("_method", "").upper() != "DELETE"
+        return self._answer(request, request.POST, allow=allow)
+
+    def delete(self, request, *args, **kwargs):
+        form_body = request.content_type in ("", "application/x-www-form-urlencoded")
+        form = QueryDict(request.body) if form_body else QueryDict()
+        return self._answer(request, form, allow=False)
+
+    def _csrf_failure(self, request, form) -> bool:
+        """Django's own CSRF check (cookie, origin, referer), reading the token from `_token`."""
+        request.META[settings.CSRF_HEADER_NAME] = form.get("_token", "")
+        return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
+
+    def _answer(self, request, form, *, allow: bool):
+        if self._csrf_failure(request, form):
+            return oauth_error(
+                request, "invalid_request", "CSRF token (_token) missing or incorrect.", 403
+            )
+        entry, problem = pending_authorization_take(request.session, form.get("auth_token", ""))
+        if entry is None:
+            return oauth_error(request, "invalid_request", problem)
+        if entry["user_id"] != request.user.pk:
+            return oauth_error(
+                request, "invalid_request", "The auth_token belongs to another sign-in."
+            )
+        for field in ("client_id", "state"):
+            given = form.get(field)
+            if (allow and not given) or (given is not None and given != entry[field]):
+                return oauth_error(
+                    request, "invalid_request", f"{field} does not match the authorization request."
+                )
+        application = cli_application()
+        if application is None:
+            return oauth_error(request, "invalid_client", "Unknown client_id.")
+        credentials = {
+            "client_id": entry["client_id"],
+            "redirect_uri": entry["redirect_uri"],
+            "response_type": "code",
+            "state": entry["state"],
+            "code_challenge": entry["code_challenge"],
+            "code_challenge_method": entry["code_challenge_method"],
+        }
+        if allow:
+            installation_ensure(user=request.user, application=application)
+        try:
+            uri, _headers, _body, _status = self.create_authorization_response(
+                request=request,
+                scopes=" ".join(entry["scopes"]),
+                credentials=credentials,
+                allow=allow,
+            )
+        except OAuthToolkitError as error:
+            return self.error_response(error, application)
+        return self.redirect(uri, application)
+
+
+class CliTokenView(TokenView):
+    """RFC 6749 §4.1.3 and §6, with PKCE (RFC 7636) and rotation; per-IP rate limit."""
+
+    def post(self, request, *args, **kwargs):
+        limited = rate_limited_response(request, "token")
+        if limited:
+            return limited
+        return super().post(request, *args, **kwargs)
+
+
+class CliRevokeTokenView(RevokeTokenView):
+    """RFC 7009; answers `[]` on success, unknown tokens included."""
+
+    def post(self, request, *args, **kwargs):
+        limited = rate_limited_response(request, "revoke")
+        if limited:
+            return limited
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 200:
+            ok = HttpResponse(json.dumps([]), content_type="application/json")
+            ok["Cache-Control"] = "no-store"
+            return ok
+        if not response.get("Content-Type", "").startswith("application/json"):
+            response["Content-Type"] = "application/json"
+        return response
+
+
+class CliLoginView(LoginView):
+    """The browser sign-in the consent page sends anonymous users to (then back via `next`)."""
+
+    redirect_authenticated_user = False
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["csp_nonce"] = secrets.token_urlsafe(16)
+        return context
+
+    def render_to_response(self, context, **response_kwargs):
+        response = super().render_to_response(context, **response_kwargs)
+        return _protect_page(response, nonce=context["csp_nonce"])
