@@ -17,6 +17,7 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_cli_client
 	$(BIN)/python manage.py seed_demo
 	bin/run-dev
 

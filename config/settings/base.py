@@ -149,6 +149,7 @@ IDEMPOTENCY_KEY_TTL = timedelta(hours=24)
 # Resolvers tried in order for `Authorization: Bearer <token>`; each returns a Credential or None.
 BEARER_CREDENTIAL_RESOLVERS = [
     "accounts.selectors.credential_for_api_key",
+    "oauth_cli.selectors.credential_for_access_token",
 ]
 
 CLI_CLIENT_ID = os.environ.get("CLI_CLIENT_ID", "9b2c5f3e-4d1a-4c8e-9f6b-2a7d3e1c5b80")
