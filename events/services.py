@@ -1,7 +1,15 @@
-from django.db import transaction
+import logging
+from datetime import timedelta
 
-from events.models import Event
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from events.models import Event, EventPruneMark
+from events.positions import txid_for_insert
 from events.registry import event_type_get
+
+logger = logging.getLogger(__name__)
 
 
 def record(*, store, type: str, subject, data: dict | None = None) -> Event:
@@ -23,11 +31,67 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
             raise ValueError(f"{type} needs data[{name!r}] of type {kind.__name__}")
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events.record must run inside the transaction of the change")
-    return Event.objects.create(
+    position = {}
+    txid = txid_for_insert(Event)
+    if txid is not None:
+        position["txid"] = txid
+    event = Event.objects.create(
         store=store,
         type=event_type.type,
         version=event_type.version,
         subject_type=subject_type,
         subject_id=str(subject_id),
         data=data,
+        **position,
     )
+    return event
+
+
+def events_prune(*, now=None, batch_size: int | None = None) -> int:
+    """Deletes events older than the retention window, in short batches; returns the count.
+
+    Each batch is its own transaction (no long locks, and the journal's transaction horizon
+    never waits on the pruner) and goes through the ORM so that rows referencing events
+    (webhook deliveries, on_delete=CASCADE) are deleted with them. The highest deleted
+    position per store is kept in EventPruneMark, which is what makes older cursors answer 410.
+    """
+    now = now or timezone.now()
+    batch_size = batch_size or settings.EVENTS_PRUNE_BATCH_SIZE
+    cutoff = now - timedelta(days=settings.EVENTS_RETENTION_DAYS)
+    deleted_total = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                Event.objects.filter(occurred_at__lt=cutoff)
+                .order_by("occurred_at")
+                .values_list("id", "store_id", "txid")[:batch_size]
+            )
+            if not batch:
+                break
+            Event.objects.filter(pk__in=[event_id for event_id, _, _ in batch]).delete()
+            _prune_marks_raise(batch, now)
+        deleted_total += len(batch)
+        logger.info("events prune: deleted %d events so far (cutoff %s)", deleted_total, cutoff)
+        if len(batch) < batch_size:
+            break
+    return deleted_total
+
+
+def _prune_marks_raise(batch, now) -> None:
+    """Raises each store's prune mark to the highest (txid, id) deleted in this batch."""
+    highest: dict[int, tuple[int, str]] = {}
+    for event_id, store_id, txid in batch:
+        position = (txid, event_id)
+        if store_id not in highest or position > highest[store_id]:
+            highest[store_id] = position
+    marks = EventPruneMark.objects.select_for_update().filter(store_id__in=highest)
+    existing = {mark.store_id: mark for mark in marks}
+    for store_id, (txid, event_id) in highest.items():
+        mark = existing.get(store_id)
+        if mark is None:
+            EventPruneMark.objects.create(
+                store_id=store_id, txid=txid, event_id=event_id, updated_at=now
+            )
+        elif (txid, event_id) > (mark.txid, mark.event_id):
+            mark.txid, mark.event_id, mark.updated_at = txid, event_id, now
+            mark.save(update_fields=["txid", "event_id", "updated_at"])

@@ -1,1 +1,8 @@
-urlpatterns = []
+from django.urls import path
+
+from events import views
+
+urlpatterns = [
+    path("events", views.EventListView.as_view(), name="events"),
+    path("orders/<int:order_id>/events", views.OrderEventListView.as_view(), name="order-events"),
+]

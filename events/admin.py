@@ -1,0 +1,40 @@
+from django.contrib import admin
+
+from events.models import Event, EventPruneMark
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    """Read-only: the journal is written by `events.services.record` alone."""
+
+    list_display = ["id", "type", "version", "store", "subject_type", "subject_id", "occurred_at"]
+    list_filter = ["type", "subject_type", "store"]
+    search_fields = ["=id", "=subject_id"]
+    list_select_related = ["store"]
+    ordering = ["-occurred_at"]
+    date_hierarchy = None
+    # The journal is large: no COUNT(*) over it on every page.
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(EventPruneMark)
+class EventPruneMarkAdmin(admin.ModelAdmin):
+    list_display = ["store", "txid", "event_id", "updated_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
