@@ -3,6 +3,7 @@ import factory
 from accounts.abilities import ALL, ROLE_OWNER
 from accounts.models import User
 from accounts.services import api_key_create
+from coupons.models import Coupon
 from stores.models import Membership, Store
 
 
@@ -49,3 +50,16 @@ def make_api_key(user, *, abilities=(ALL,), store_access="all", stores=(), curre
         current_store=current_store,
     )
     return secret
+
+
+class CouponFactory(factory.django.DjangoModelFactory):
+    """A live AMOUNT coupon written straight to the table (services are tested on their own)."""
+
+    class Meta:
+        model = Coupon
+
+    store = factory.SubFactory(StoreFactory)
+    code = factory.Sequence(lambda n: f"CODE{n}")
+    type = Coupon.TYPE_AMOUNT
+    discount = 5
+    store_wide = True

@@ -1,0 +1,69 @@
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+# PostgreSQL `integer`: the bound of every integer field a client may write.
+MAX_INTEGER = 2_147_483_647
+
+
+class Coupon(models.Model):
+    """A store's discount code (spec "Coupon (v1)"); deleted coupons keep their row.
+
+    Writes go through coupons/services.py. `discount` is a percentage (PERCENTAGE) or whole
+    dollars (AMOUNT); `minimum_amount` is whole dollars.
+    """
+
+    TYPE_PERCENTAGE = "PERCENTAGE"
+    TYPE_AMOUNT = "AMOUNT"
+    TYPE_CHOICES = [(TYPE_PERCENTAGE, "Percentage"), (TYPE_AMOUNT, "Amount")]
+
+    store = models.ForeignKey("stores.Store", on_delete=models.CASCADE, related_name="coupons")
+    code = models.CharField(max_length=64)
+    type = models.CharField(max_length=16, choices=TYPE_CHOICES)
+    discount = models.PositiveIntegerField()
+    limit = models.PositiveIntegerField(null=True, blank=True)
+    times_used = models.PositiveIntegerField(default=0)
+    store_wide = models.BooleanField()
+    minimum_amount = models.PositiveIntegerField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Codes are unique among a store's live coupons, whatever their case; a deleted
+            # coupon frees its code.
+            models.UniqueConstraint(
+                "store",
+                Lower("code"),
+                condition=Q(deleted_at__isnull=True),
+                name="coupon_store_live_code_uniq",
+            ),
+            models.CheckConstraint(
+                condition=Q(type__in=["PERCENTAGE", "AMOUNT"]), name="coupon_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(discount__gte=1) & (Q(type="AMOUNT") | Q(discount__lte=100)),
+                name="coupon_discount_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(limit__isnull=True) | Q(limit__gte=1), name="coupon_limit_positive"
+            ),
+        ]
+        indexes = [
+            # The default list: a store's live coupons in id order.
+            models.Index(
+                fields=["store", "id"],
+                condition=Q(deleted_at__isnull=True),
+                name="coupon_store_live_id_idx",
+            ),
+        ]
+
+    def __str__(self):
+        return self.code
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
