@@ -7,10 +7,11 @@ from orders.services import order_complete
 
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
-    list_display = ["id", "store", "status", "total_cents", "currency", "created_at"]
+    list_display = ["id", "store", "status", "total_cents", "currency", "coupon", "created_at"]
     list_filter = ["status", "currency", "store"]
     search_fields = ["=id"]
-    list_select_related = ["store"]
+    list_select_related = ["store", "coupon"]
+    raw_id_fields = ["coupon"]
     readonly_fields = ["status", "completed_at", "created_at", "updated_at"]
     actions = ["complete_orders"]
 

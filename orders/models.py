@@ -21,6 +21,9 @@ class Order(models.Model):
     # What the customer pays: subtotal minus the coupon discount.
     total_cents = models.PositiveBigIntegerField()
     currency = models.CharField(max_length=3, default="USD")
+    coupon = models.ForeignKey(
+        "coupons.Coupon", null=True, blank=True, on_delete=models.SET_NULL, related_name="orders"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     completed_at = models.DateTimeField(null=True, blank=True)

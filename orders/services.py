@@ -4,6 +4,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.api.errors import Conflict, ValidationFailed
+from coupons.services import coupon_apply
 from events.services import record
 from orders.models import Order
 
@@ -19,15 +20,17 @@ def order_place(
         raise ValidationFailed.field("subtotal_cents", "must be a non-negative integer")
     if not isinstance(currency, str) or not CURRENCY_PATTERN.match(currency):
         raise ValidationFailed.field("currency", "must be a three-letter uppercase ISO 4217 code")
-    discount_cents = 0
+    coupon, discount_cents = None, 0
     if coupon_code:
-        raise ValidationFailed.field("coupon_code", "TEMPORARY until coupons land")
+        application = coupon_apply(store=store, code=coupon_code, order_total_cents=subtotal_cents)
+        coupon, discount_cents = application.coupon, application.discount_cents
     return Order.objects.create(
         store=store,
         subtotal_cents=subtotal_cents,
         discount_cents=discount_cents,
         total_cents=subtotal_cents - discount_cents,
         currency=currency,
+        coupon=coupon,
     )
 
 

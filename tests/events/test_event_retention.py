@@ -1,0 +1,112 @@
+import logging
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from events.models import Event
+from events.services import events_prune
+from events.tasks import events_prune_task
+from tests.events.conftest import record_committed
+
+
+def _old_events(store, count: int, age_days: int = 31) -> list[Event]:
+    occurred_at = timezone.now() - timedelta(days=age_days)
+    with transaction.atomic():
+        return Event.objects.bulk_create(
+            Event(
+                store=store,
+                type="coupon.updated",
+                version=1,
+                subject_type="coupon",
+                subject_id=str(n),
+                data={},
+                occurred_at=occurred_at,
+            )
+            for n in range(count)
+        )
+
+
+@pytest.mark.django_db
+def test_prune_deletes_10000_old_events_in_batches_and_keeps_recent_ones(
+    store, other_store, caplog
+):
+    # given 10,000 events past retention (two stores) and recent ones
+    _old_events(store, 6_000)
+    _old_events(other_store, 4_000)
+    fresh = record_committed(store)
+    boundary = _old_events(store, 1, age_days=29)[0]
+    # when
+    with caplog.at_level(logging.INFO, logger="events.services"):
+        deleted = events_prune(batch_size=1_000)
+    # then
+    assert deleted == 10_000
+    assert set(Event.objects.values_list("id", flat=True)) == {fresh.id, boundary.id}
+    progress = [r.getMessage() for r in caplog.records if "events prune" in r.getMessage()]
+    assert len(progress) == 10  # one line per bounded batch
+    assert "deleted 10000 events so far" in progress[-1]
+
+
+@pytest.mark.django_db
+def test_prune_task_is_scheduled_and_runs(store):
+    _old_events(store, 3)
+    schedule = settings.CELERY_BEAT_SCHEDULE["events-prune"]
+    assert schedule["task"] == "events.prune"
+    events_prune_task()
+    assert Event.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cursor_before_pruned_events_is_410_with_the_fallback_body(auth_client, store):
+    # given a poller that has seen the first event; later events then age past retention
+    first = record_committed(store, subject=("coupon", "1"))
+    record_committed(store, subject=("coupon", "2"))
+    record_committed(store, subject=("coupon", "3"))
+    cursor = auth_client.get("/api/v2/events", {"limit": 1}).json()["meta"]["next_cursor"]
+    Event.objects.exclude(pk=first.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    events_prune()
+    # when
+    response = auth_client.get("/api/v2/events", {"limit": 1, "cursor": cursor})
+    # then
+    assert response.status_code == 410
+    body = response.json()
+    assert body["status"] == 410
+    assert body["type"] == "invalid_request_error"
+    assert body["code"] == "cursor_expired"
+    assert body["param"] == "cursor"
+    assert body["message"]
+    assert body["fallback"] == {
+        "transport": "cursor_polling",
+        "url": f"{settings.BASE_URL}/api/v2/events?limit=1",
+    }
+    # and the fallback URL starts polling again
+    restart = auth_client.get("/api/v2/events", {"limit": 1})
+    assert [e["id"] for e in restart.json()["data"]] == [first.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_caught_up_cursor_survives_the_pruning_of_what_it_has_seen(auth_client, store):
+    # given a poller that has seen everything, then retention deletes all of it
+    record_committed(store, subject=("coupon", "1"))
+    record_committed(store, subject=("coupon", "2"))
+    cursor = auth_client.get("/api/v2/events").json()["meta"]["next_cursor"]
+    Event.objects.update(occurred_at=timezone.now() - timedelta(days=31))
+    assert events_prune() == 2
+    # when the idle store is polled again, then nothing was missed: no 410
+    idle = auth_client.get("/api/v2/events", {"cursor": cursor})
+    assert idle.status_code == 200
+    assert idle.json()["data"] == []
+    new = record_committed(store, subject=("coupon", "3"))
+    after = auth_client.get("/api/v2/events", {"cursor": idle.json()["meta"]["next_cursor"]})
+    assert [e["id"] for e in after.json()["data"]] == [new.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pruning_another_store_does_not_expire_this_stores_cursor(auth_client, store, other_store):
+    record_committed(store)
+    cursor = auth_client.get("/api/v2/events").json()["meta"]["next_cursor"]
+    _old_events(other_store, 5)
+    events_prune()
+    assert auth_client.get("/api/v2/events", {"cursor": cursor}).status_code == 200
