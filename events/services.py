@@ -44,6 +44,10 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
         data=data,
         **position,
     )
+    # Same transaction: the pending webhook delivery exists iff the event does.
+    from webhooks.services import deliveries_create_for_event
+
+    deliveries_create_for_event(event=event)
     return event
 
 

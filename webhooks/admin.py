@@ -1,0 +1,109 @@
+"""Admin: destinations (enable/disable, secret rotation) and deliveries with their attempts
+and a replay action. Every change goes through webhooks.services."""
+
+from django.contrib import admin, messages
+
+from config.api.errors import ApiError
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.services import (
+    delivery_replay,
+    destination_enabled_set,
+    destination_secret_rotate,
+)
+
+
+@admin.register(WebhookDestination)
+class WebhookDestinationAdmin(admin.ModelAdmin):
+    list_display = ["store", "url", "enabled", "disabled_reason", "failing_since", "updated_at"]
+    list_filter = ["enabled", "disabled_reason"]
+    search_fields = ["store__slug", "url"]
+    readonly_fields = [
+        "store",
+        "url",
+        "event_types",
+        "enabled",
+        "disabled_reason",
+        "failing_since",
+        "previous_secret_expires_at",
+        "created_at",
+        "updated_at",
+    ]
+    exclude = ["secret", "previous_secret"]
+    actions = ["enable", "disable", "rotate_secret"]
+
+    def has_add_permission(self, request):
+        # Created through PUT /api/v2/webhook-destination, which validates the URL (SSRF).
+        return False
+
+    @admin.action(description="Enable the selected destinations")
+    def enable(self, request, queryset):
+        for destination in queryset:
+            destination_enabled_set(destination=destination, enabled=True)
+        self.message_user(request, f"Enabled {queryset.count()} destination(s).")
+
+    @admin.action(description="Disable the selected destinations")
+    def disable(self, request, queryset):
+        for destination in queryset:
+            destination_enabled_set(destination=destination, enabled=False)
+        self.message_user(request, f"Disabled {queryset.count()} destination(s).")
+
+    @admin.action(description="Rotate the signing secret")
+    def rotate_secret(self, request, queryset):
+        for destination in queryset:
+            rotated = destination_secret_rotate(store=destination.store)
+            self.message_user(
+                request,
+                f"New secret of {destination.store.slug}: {rotated.secret} — copy it now, it "
+                "will not be shown again.",
+                level=messages.WARNING,
+            )
+
+
+class WebhookDeliveryAttemptInline(admin.TabularInline):
+    model = WebhookDeliveryAttempt
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = [
+        "number",
+        "url",
+        "started_at",
+        "duration_ms",
+        "response_status",
+        "response_body",
+        "error",
+    ]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "store",
+        "event_type",
+        "status",
+        "attempts",
+        "response_status",
+        "next_attempt_at",
+        "created_at",
+    ]
+    list_filter = ["status", "event_type"]
+    search_fields = ["id", "event__id", "store__slug"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+    inlines = [WebhookDeliveryAttemptInline]
+    actions = ["replay"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Replay (send the event again as a new delivery)")
+    def replay(self, request, queryset):
+        for delivery in queryset.select_related("store"):
+            try:
+                new = delivery_replay(store=delivery.store, delivery_id=delivery.pk)
+            except ApiError as error:
+                self.message_user(request, f"{delivery.pk}: {error.message}", messages.ERROR)
+            else:
+                self.message_user(request, f"{delivery.pk} replayed as {new.pk}.")

@@ -1,0 +1,129 @@
+"""Webhook destinations and deliveries, after Saleor's EventDelivery / EventDeliveryAttempt.
+
+A delivery is one event to be pushed to the store's destination; each try is an attempt row.
+Deliveries reference their event with on_delete=CASCADE, so they follow the journal's retention.
+"""
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+
+class WebhookDestination(models.Model):
+    """The store's one webhook destination (DESIGN.md "Webhooks")."""
+
+    DISABLED_BY_USER = "user"
+    DISABLED_GONE = "gone"
+    DISABLED_FAILING = "failing"
+    DISABLED_REASONS = [
+        (DISABLED_BY_USER, "disabled by a user"),
+        (DISABLED_GONE, "the destination answered 410 Gone"),
+        (DISABLED_FAILING, "every attempt failed for too long"),
+    ]
+
+    store = models.OneToOneField(
+        "stores.Store", on_delete=models.CASCADE, related_name="webhook_destination"
+    )
+    url = models.URLField(max_length=2048)
+    secret = models.CharField(max_length=100)
+    # Still signs (as a second signature) until previous_secret_expires_at, so receivers can
+    # switch secrets without dropping deliveries.
+    previous_secret = models.CharField(max_length=100, blank=True, default="")
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(
+        max_length=16, choices=DISABLED_REASONS, blank=True, default=""
+    )
+    event_types = models.JSONField(default=list)
+    # Start of the current run of failed attempts; cleared by any 2xx.
+    failing_since = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"{self.store_id} -> {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    STATUS_PENDING = "pending"
+    STATUS_SUCCEEDED = "succeeded"
+    STATUS_FAILED = "failed"
+    STATUS_DISABLED = "disabled"
+    STATUSES = [
+        (STATUS_PENDING, "pending"),
+        (STATUS_SUCCEEDED, "succeeded"),
+        (STATUS_FAILED, "failed"),
+        (STATUS_DISABLED, "disabled"),
+    ]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    store = models.ForeignKey("stores.Store", on_delete=models.CASCADE, related_name="+")
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.CASCADE, related_name="webhook_deliveries"
+    )
+    # Denormalised from the event for the list filter without a join.
+    event_type = models.CharField(max_length=120)
+    destination = models.ForeignKey(
+        WebhookDestination,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="deliveries",
+    )
+    # scheme://host[:port] of the URL it was (or will be) sent to; never the full URL.
+    destination_origin = models.CharField(max_length=300)
+    status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    # null before any response (spec: "string or null"), "" for an empty body.
+    response_body = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # Claim of the worker sending the current attempt (see services.delivery_claim).
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.UUIDField(null=True, blank=True)
+    # When a send message was last queued; the sweeper re-queues due deliveries after a while.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            models.Index(fields=["store", "-created_at"], name="delivery_store_created_idx"),
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_due_idx",
+                condition=models.Q(status="pending"),
+            ),
+            models.Index(fields=["event"], name="delivery_event_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.event_type} {self.id} ({self.status})"
+
+
+class WebhookDeliveryAttempt(models.Model):
+    """One try of a delivery; `finished_at` stays null while it is in flight (or if the worker
+    died during it, in which case the next claimer records it as abandoned)."""
+
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_records"
+    )
+    number = models.PositiveIntegerField()
+    url = models.URLField(max_length=2048)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.TextField(null=True, blank=True)  # noqa: DJ001
+    error = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        ordering = ["delivery", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["delivery", "number"], name="attempt_number_unique")
+        ]
+
+    def __str__(self):
+        return f"attempt {self.number} of {self.delivery_id}"

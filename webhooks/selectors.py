@@ -1,0 +1,42 @@
+"""Reads of the webhooks area."""
+
+import uuid
+
+from config.api.errors import NotFound
+from events.registry import EVENT_TYPES
+from webhooks.models import WebhookDelivery, WebhookDestination
+
+
+def destination_get(*, store) -> WebhookDestination:
+    destination = WebhookDestination.objects.filter(store=store).first()
+    if destination is None:
+        raise NotFound("This store has no webhook destination.")
+    return destination
+
+
+def event_types_list() -> list[dict]:
+    return [
+        {"type": t.type, "version": t.version, "description": t.description}
+        for t in EVENT_TYPES.values()
+    ]
+
+
+def deliveries_of_store(*, store):
+    """The store's deliveries, newest first (filtered by webhooks.filters in the view)."""
+    return WebhookDelivery.objects.filter(store=store).order_by("-created_at", "-id")
+
+
+def delivery_get(*, store, delivery_id) -> WebhookDelivery:
+    """Another store's delivery and a malformed id are both simply not found."""
+    try:
+        delivery_uuid = uuid.UUID(str(delivery_id))
+    except ValueError:
+        raise NotFound() from None
+    delivery = (
+        WebhookDelivery.objects.select_related("event")
+        .filter(store=store, pk=delivery_uuid)
+        .first()
+    )
+    if delivery is None:
+        raise NotFound()
+    return delivery

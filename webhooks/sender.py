@@ -1,0 +1,213 @@
+"""The HTTP side of a delivery: Standard Webhooks signing and an SSRF-safe POST.
+
+Signing follows the Standard Webhooks spec (https://www.standardwebhooks.com/, "Signature
+scheme"): HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` with the base64-decoded
+`whsec_` secret, sent as `webhook-signature: v1,<base64>` (space-separated when two secrets
+sign during a rotation).
+
+SSRF: the session's connections resolve the host themselves, refuse any address
+`addresses.address_check` refuses, and connect to the checked address; the URL keeps the host
+name, so the Host header, SNI and certificate check are the name's. A pooled keep-alive
+connection was checked when it was opened. Redirects are never followed and environment
+proxies are ignored (a proxy would connect on our behalf, unchecked).
+"""
+
+import base64
+import hashlib
+import hmac
+import socket
+import time
+from dataclasses import dataclass
+
+import requests
+from django.conf import settings
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.util import connection as urllib3_connection
+
+from webhooks.addresses import DestinationRefused, address_check, resolve
+
+
+class RefusedConnectionError(NewConnectionError):
+    """The connection was not opened because the resolved address is refused."""
+
+
+class _CheckedConnectionMixin:
+    def _new_conn(self) -> socket.socket:
+        try:
+            addresses = resolve(self._dns_host, self.port)
+        except socket.gaierror as error:
+            raise NameResolutionError(self.host, self, error) from error
+        refusal = None
+        for address in addresses:
+            try:
+                address_check(address)
+            except DestinationRefused as error:
+                refusal = error
+                continue
+            try:
+                sock = urllib3_connection.create_connection(
+                    (address, self.port),
+                    self.timeout,
+                    source_address=self.source_address,
+                    socket_options=self.socket_options,
+                )
+            except TimeoutError as error:
+                raise ConnectTimeoutError(
+                    self, f"Connection to {self.host} timed out ({self.timeout})"
+                ) from error
+            except OSError as error:
+                raise NewConnectionError(self, f"Failed to connect: {error}") from error
+            # The peer is the address we checked (no resolution happens on an IP literal).
+            address_check(sock.getpeername()[0])
+            return sock
+        raise RefusedConnectionError(self, f"Refused destination: {refusal}")
+
+
+class CheckedHTTPConnection(_CheckedConnectionMixin, HTTPConnection):
+    pass
+
+
+class CheckedHTTPSConnection(_CheckedConnectionMixin, HTTPSConnection):
+    pass
+
+
+class CheckedHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = CheckedHTTPConnection
+
+
+class CheckedHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = CheckedHTTPSConnection
+
+
+class CheckedAdapter(HTTPAdapter):
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": CheckedHTTPConnectionPool,
+            "https": CheckedHTTPSConnectionPool,
+        }
+
+
+def _session_new() -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False
+    adapter = CheckedAdapter(pool_connections=16, pool_maxsize=4, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+_session: requests.Session | None = None
+
+
+def session_get() -> requests.Session:
+    """One session per process (Celery prefork children each get their own)."""
+    global _session
+    if _session is None:
+        _session = _session_new()
+    return _session
+
+
+def signature_header(*, secrets: list[str], message_id: str, timestamp: int, body: bytes) -> str:
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    signatures = []
+    for secret in secrets:
+        key = base64.b64decode(secret.removeprefix("whsec_"))
+        digest = hmac.new(key, signed, hashlib.sha256).digest()
+        signatures.append("v1," + base64.b64encode(digest).decode())
+    return " ".join(signatures)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    response_status: int | None
+    response_body: str | None
+    error: str
+    duration_ms: int
+    retry_after_seconds: float | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.response_status is not None and 200 <= self.response_status < 300
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds (RFC 9110 §10.2.3); the HTTP-date form is honoured too."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _read_limited(response: requests.Response, limit: int) -> str:
+    chunks, size = [], 0
+    for chunk in response.iter_content(chunk_size=limit):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    raw = b"".join(chunks)[:limit]
+    return raw.decode("utf-8", errors="replace")
+
+
+def send(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendResult:
+    """POSTs one signed delivery; never raises for network or HTTP failures."""
+    timestamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": settings.WEBHOOKS_USER_AGENT,
+        "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signature_header(
+            secrets=secrets, message_id=message_id, timestamp=timestamp, body=body
+        ),
+    }
+    started = time.monotonic()
+
+    def elapsed_ms() -> int:
+        return int((time.monotonic() - started) * 1000)
+
+    try:
+        response = session_get().post(
+            url,
+            data=body,
+            headers=headers,
+            timeout=settings.WEBHOOKS_TIMEOUT_SECONDS,
+            allow_redirects=False,
+            stream=True,
+        )
+    except requests.ConnectionError as error:
+        reason = getattr(error.args[0], "reason", None) if error.args else None
+        if isinstance(reason, RefusedConnectionError):
+            return SendResult(None, None, str(reason).split(": ", 1)[-1], elapsed_ms())
+        if isinstance(error, requests.ConnectTimeout):
+            return SendResult(None, None, "connect timeout", elapsed_ms())
+        return SendResult(None, None, f"connection error: {error}"[:500], elapsed_ms())
+    except requests.Timeout:
+        return SendResult(None, None, "timeout", elapsed_ms())
+    except requests.RequestException as error:
+        return SendResult(None, None, f"request error: {error}"[:500], elapsed_ms())
+    try:
+        response_body = _read_limited(response, settings.WEBHOOKS_RESPONSE_BODY_LIMIT)
+        error = ""
+    except requests.RequestException as read_error:
+        response_body, error = None, f"reading the response failed: {read_error}"[:500]
+    finally:
+        response.close()
+    retry_after = None
+    if response.status_code in (429, 503):
+        retry_after = _retry_after(response.headers.get("Retry-After"))
+    if not error and not 200 <= response.status_code < 300:
+        error = f"HTTP {response.status_code}"
+    return SendResult(response.status_code, response_body, error, elapsed_ms(), retry_after)

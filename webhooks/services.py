@@ -1,0 +1,388 @@
+"""Writes of the webhooks area: destinations, and deliveries from creation to a final state.
+
+Delivery lifecycle (DESIGN.md "Webhooks"): created `pending` in the event's transaction (or
+`disabled`, never sent, when the destination is disabled) -> claimed with a lease by one worker
+-> attempt sent -> `succeeded` on a 2xx, else `pending` again with `next_attempt_at` on the
+retry schedule, then `failed` after the last retry. The send task is queued on commit; the
+beat sweeper queues again any due delivery whose message was lost.
+"""
+
+import base64
+import json
+import logging
+import secrets as secrets_module
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from config.api.errors import NotFound, ValidationFailed
+from events.registry import EVENT_TYPES
+from webhooks.addresses import DestinationRefused, url_check, url_origin
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.sender import SendResult, send
+
+logger = logging.getLogger(__name__)
+
+SECRET_PREFIX = "whsec_"
+SECRET_BYTES = 32
+
+
+def secret_new() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets_module.token_bytes(SECRET_BYTES)).decode()
+
+
+# --- destinations -------------------------------------------------------------------------
+
+
+def _event_types_validate(event_types) -> list[str]:
+    if not isinstance(event_types, list) or not event_types:
+        raise ValidationFailed.field("event_types", "must be a non-empty list of event types")
+    unknown = [t for t in event_types if not isinstance(t, str) or t not in EVENT_TYPES]
+    if unknown:
+        raise ValidationFailed.field(
+            "event_types",
+            f"unknown event type {unknown[0]!r}; see /api/v2/webhook-event-types",
+        )
+    return sorted(set(event_types))
+
+
+def destination_put(
+    *, store, url: str, event_types: list[str], enabled: bool = True
+) -> tuple[WebhookDestination, bool]:
+    """Creates or replaces the store's destination; returns (destination, created)."""
+    try:
+        url = url_check(url)
+    except DestinationRefused as error:
+        raise ValidationFailed.field("url", str(error)) from None
+    event_types = _event_types_validate(event_types)
+    now = timezone.now()
+    with transaction.atomic():
+        destination = WebhookDestination.objects.select_for_update().filter(store=store).first()
+        created = destination is None
+        if created:
+            destination = WebhookDestination(store=store, secret=secret_new(), created_at=now)
+        elif enabled and not destination.enabled:
+            destination.failing_since = None
+        destination.url = url
+        destination.event_types = event_types
+        destination.enabled = enabled
+        destination.disabled_reason = "" if enabled else WebhookDestination.DISABLED_BY_USER
+        destination.updated_at = now
+        destination.save()
+        if not enabled:
+            _pending_deliveries_disable(destination_id=destination.pk, now=now)
+    return destination, created
+
+
+def destination_enabled_set(*, destination: WebhookDestination, enabled: bool, reason: str = ""):
+    now = timezone.now()
+    fields = {"enabled": enabled, "updated_at": now}
+    if enabled:
+        fields |= {"disabled_reason": "", "failing_since": None}
+    else:
+        fields["disabled_reason"] = reason or WebhookDestination.DISABLED_BY_USER
+    with transaction.atomic():
+        WebhookDestination.objects.filter(pk=destination.pk).update(**fields)
+        if not enabled:
+            _pending_deliveries_disable(destination_id=destination.pk, now=now)
+    for name, value in fields.items():
+        setattr(destination, name, value)
+    return destination
+
+
+def _pending_deliveries_disable(*, destination_id, now) -> None:
+    """Deliveries still waiting for a disabled or removed destination will never be sent."""
+    WebhookDelivery.objects.filter(
+        destination_id=destination_id, status=WebhookDelivery.STATUS_PENDING
+    ).update(
+        status=WebhookDelivery.STATUS_DISABLED,
+        next_attempt_at=None,
+        enqueued_at=None,
+        updated_at=now,
+    )
+
+
+def destination_delete(*, store) -> None:
+    with transaction.atomic():
+        destination = WebhookDestination.objects.filter(store=store).first()
+        if destination is None:
+            raise NotFound("This store has no webhook destination.")
+        _pending_deliveries_disable(destination_id=destination.pk, now=timezone.now())
+        destination.delete()
+
+
+def destination_secret_rotate(*, store) -> WebhookDestination:
+    """New secret; the previous one keeps signing for WEBHOOKS_PREVIOUS_SECRET_TTL."""
+    now = timezone.now()
+    with transaction.atomic():
+        destination = WebhookDestination.objects.select_for_update().filter(store=store).first()
+        if destination is None:
+            raise NotFound("This store has no webhook destination.")
+        destination.previous_secret = destination.secret
+        destination.previous_secret_expires_at = now + settings.WEBHOOKS_PREVIOUS_SECRET_TTL
+        destination.secret = secret_new()
+        destination.updated_at = now
+        destination.save()
+    return destination
+
+
+def destination_signing_secrets(destination: WebhookDestination) -> list[str]:
+    secrets = [destination.secret]
+    expires = destination.previous_secret_expires_at
+    if destination.previous_secret and expires and expires > timezone.now():
+        secrets.append(destination.previous_secret)
+    return secrets
+
+
+# --- deliveries: creation and queueing ------------------------------------------------------
+
+
+def _enqueue(delivery_ids: list, *, countdown: float | None = None) -> None:
+    """Queues send tasks; a broker outage is logged, not raised: the sweeper catches up."""
+    from webhooks.tasks import delivery_send_task
+
+    for delivery_id in delivery_ids:
+        try:
+            delivery_send_task.apply_async(
+                args=[str(delivery_id)], countdown=countdown, retry=False
+            )
+        except Exception:
+            logger.warning("webhook delivery %s not queued; the sweeper will", delivery_id)
+
+
+def _enqueue_on_commit(delivery: WebhookDelivery) -> None:
+    transaction.on_commit(lambda: _enqueue([delivery.id]), robust=True)
+
+
+def _delivery_new(*, event, destination: WebhookDestination) -> WebhookDelivery:
+    now = timezone.now()
+    status = (
+        WebhookDelivery.STATUS_PENDING if destination.enabled else WebhookDelivery.STATUS_DISABLED
+    )
+    return WebhookDelivery.objects.create(
+        store_id=event.store_id,
+        event=event,
+        event_type=event.type,
+        destination=destination,
+        destination_origin=url_origin(destination.url),
+        status=status,
+        next_attempt_at=now if status == WebhookDelivery.STATUS_PENDING else None,
+        enqueued_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def deliveries_create_for_event(*, event) -> WebhookDelivery | None:
+    """Called by events.record inside the event's transaction (INTERFACES.md "events")."""
+    destination = WebhookDestination.objects.filter(store_id=event.store_id).first()
+    if destination is None or event.type not in destination.event_types:
+        return None
+    delivery = _delivery_new(event=event, destination=destination)
+    if delivery.status == WebhookDelivery.STATUS_PENDING:
+        _enqueue_on_commit(delivery)
+    return delivery
+
+
+def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
+    """A new pending delivery of the same (retained) event to the current destination.
+
+    Sends the event again; it never repeats the business action that recorded the event.
+    """
+    from webhooks.selectors import delivery_get
+
+    original = delivery_get(store=store, delivery_id=delivery_id)
+    with transaction.atomic():
+        destination = WebhookDestination.objects.filter(store=store).first()
+        if destination is None:
+            raise ValidationFailed.field("destination", "this store has no webhook destination")
+        if not destination.enabled:
+            raise ValidationFailed.field("destination", "the webhook destination is disabled")
+        delivery = _delivery_new(event=original.event, destination=destination)
+        _enqueue_on_commit(delivery)
+    return delivery
+
+
+def deliveries_sweep(*, now=None) -> int:
+    """Queues every due pending delivery whose last message may be lost; returns the count."""
+    now = now or timezone.now()
+    requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
+    due = (
+        WebhookDelivery.objects.filter(
+            status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
+        )
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before))
+        .order_by("next_attempt_at")
+        .values_list("id", flat=True)[: settings.WEBHOOKS_SWEEP_BATCH_SIZE]
+    )
+    ids = list(due)
+    if not ids:
+        return 0
+    WebhookDelivery.objects.filter(pk__in=ids).update(enqueued_at=now)
+    _enqueue(ids)
+    return len(ids)
+
+
+# --- deliveries: sending --------------------------------------------------------------------
+
+ABANDONED_ATTEMPT_ERROR = "abandoned: the worker stopped before an outcome (lease expired)"
+
+
+def delivery_claim(*, delivery_id) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | None:
+    """Leases a due pending delivery to this worker and opens its attempt; None if not due,
+    already final, or leased by another worker.
+
+    One conditional UPDATE takes the lease: PostgreSQL re-checks the WHERE clause of a
+    concurrent UPDATE after the first one commits, so exactly one worker wins an attempt.
+    """
+    now = timezone.now()
+    token = uuid.uuid4()
+    with transaction.atomic():
+        claimed = (
+            WebhookDelivery.objects.filter(
+                pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
+            )
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+            .update(
+                lease_until=now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
+                lease_token=token,
+                attempts=F("attempts") + 1,
+                updated_at=now,
+            )
+        )
+        if not claimed:
+            return None
+        delivery = WebhookDelivery.objects.select_related("event", "destination").get(
+            pk=delivery_id
+        )
+        # An attempt still open belongs to a worker that died: its lease ran out.
+        WebhookDeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).update(
+            finished_at=now, error=ABANDONED_ATTEMPT_ERROR
+        )
+        destination = delivery.destination
+        if destination is None or not destination.enabled:
+            WebhookDelivery.objects.filter(pk=delivery.pk).update(
+                status=WebhookDelivery.STATUS_DISABLED,
+                attempts=F("attempts") - 1,
+                lease_until=None,
+                lease_token=None,
+                next_attempt_at=None,
+                enqueued_at=None,
+            )
+            return None
+        origin = url_origin(destination.url)
+        if origin != delivery.destination_origin:
+            # The destination's URL changed since the delivery was created: show where it goes.
+            delivery.destination_origin = origin
+            delivery.save(update_fields=["destination_origin"])
+        attempt = WebhookDeliveryAttempt.objects.create(
+            delivery=delivery, number=delivery.attempts, url=destination.url, started_at=now
+        )
+    return delivery, attempt
+
+
+def _retry_delay(*, attempts: int, result: SendResult) -> float | None:
+    """Seconds until the next attempt, or None when the schedule is exhausted."""
+    schedule = settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS
+    if attempts > len(schedule):
+        return None
+    delay = schedule[attempts - 1]
+    if result.retry_after_seconds is not None:
+        # Honoured when it asks for longer, within the schedule's longest wait.
+        delay = max(delay, min(result.retry_after_seconds, max(schedule)))
+    return delay
+
+
+def delivery_attempt_finish(
+    *, delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt, result: SendResult
+) -> str:
+    """Records an attempt's outcome and moves the delivery on; returns its new status."""
+    now = timezone.now()
+    destination = delivery.destination
+    delay = None
+    if result.succeeded:
+        status = WebhookDelivery.STATUS_SUCCEEDED
+    elif result.response_status == 410:
+        status = WebhookDelivery.STATUS_FAILED
+    else:
+        delay = _retry_delay(attempts=delivery.attempts, result=result)
+        status = WebhookDelivery.STATUS_FAILED if delay is None else WebhookDelivery.STATUS_PENDING
+    next_attempt_at = now + timedelta(seconds=delay) if delay is not None else None
+    queue_now = delay is not None and delay <= settings.WEBHOOKS_COUNTDOWN_MAX_SECONDS
+    with transaction.atomic():
+        WebhookDeliveryAttempt.objects.filter(pk=attempt.pk).update(
+            finished_at=now,
+            duration_ms=result.duration_ms,
+            response_status=result.response_status,
+            response_body=result.response_body,
+            error=result.error[:500],
+        )
+        updated = WebhookDelivery.objects.filter(
+            pk=delivery.pk, lease_token=delivery.lease_token
+        ).update(
+            status=status,
+            response_status=result.response_status,
+            response_body=result.response_body,
+            next_attempt_at=next_attempt_at,
+            enqueued_at=next_attempt_at if queue_now else None,
+            lease_until=None,
+            lease_token=None,
+            updated_at=now,
+        )
+        if not updated:
+            # The lease ran out and another worker took the delivery over: its outcome counts.
+            logger.warning("webhook delivery %s: lease lost during attempt", delivery.pk)
+            return WebhookDelivery.objects.get(pk=delivery.pk).status
+        _destination_health_update(destination=destination, result=result, now=now)
+        if status == WebhookDelivery.STATUS_PENDING and queue_now:
+            transaction.on_commit(lambda: _enqueue([delivery.pk], countdown=delay), robust=True)
+    return status
+
+
+def _destination_health_update(*, destination, result: SendResult, now) -> None:
+    """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it."""
+    if result.succeeded:
+        WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=False).update(
+            failing_since=None
+        )
+        return
+    WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
+        failing_since=now
+    )
+    reason = ""
+    if result.response_status == 410:
+        reason = WebhookDestination.DISABLED_GONE
+    else:
+        failing_since = (
+            WebhookDestination.objects.filter(pk=destination.pk)
+            .values_list("failing_since", flat=True)
+            .first()
+        )
+        if failing_since and failing_since <= now - settings.WEBHOOKS_DISABLE_AFTER_FAILING:
+            reason = WebhookDestination.DISABLED_FAILING
+    if reason:
+        logger.warning("webhook destination %s disabled: %s", destination.pk, reason)
+        destination_enabled_set(destination=destination, enabled=False, reason=reason)
+
+
+def delivery_send(*, delivery_id) -> str | None:
+    """One attempt of a delivery, if it is due and free; returns its new status or None."""
+    from events.serializers import event_resource
+
+    claim = delivery_claim(delivery_id=delivery_id)
+    if claim is None:
+        return None
+    delivery, attempt = claim
+    body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
+    result = send(
+        url=attempt.url,
+        message_id=delivery.event_id,
+        body=body,
+        secrets=destination_signing_secrets(delivery.destination),
+    )
+    return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)

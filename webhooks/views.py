@@ -1,0 +1,202 @@
+"""Webhook endpoints (v2): the destination, event types, delivery history and replay."""
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
+from rest_framework import status
+from rest_framework.generics import ListAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api.errors import ValidationFailed
+from config.api.idempotency import idempotency_key_from, idempotent_response
+from config.api.pagination import LaravelPagination
+from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_responses
+from stores.access import StorePermission
+from webhooks.filters import WebhookDeliveryFilter
+from webhooks.selectors import (
+    deliveries_of_store,
+    delivery_get,
+    destination_get,
+    event_types_list,
+)
+from webhooks.serializers import (
+    ReplayInputSerializer,
+    WebhookDeliverySerializer,
+    WebhookDestinationInputSerializer,
+    WebhookDestinationSerializer,
+    WebhookDestinationWithSecretSerializer,
+    WebhookEventTypeSerializer,
+)
+from webhooks.services import delivery_replay, destination_delete, destination_put
+from webhooks.services import destination_secret_rotate as secret_rotate
+
+DELIVERY_PARAMETER = OpenApiParameter(
+    "delivery_id",
+    OpenApiTypes.UUID,
+    OpenApiParameter.PATH,
+    description="Delivery id (UUID); anything else, or another store's delivery, is a 404.",
+)
+
+
+class WebhookAreaView(APIView):
+    permission_classes = [StorePermission]
+    permission_area = "webhook"
+
+
+class WebhookDestinationView(WebhookAreaView):
+    @extend_schema(
+        operation_id="webhook_destination_retrieve",
+        parameters=[STORE_HEADER_PARAMETER],
+        responses={
+            200: data_envelope("WebhookDestinationResponse", WebhookDestinationSerializer),
+            **error_responses(403, 404),
+        },
+    )
+    def get(self, request):
+        destination = destination_get(store=request.store)
+        return Response({"data": WebhookDestinationSerializer(destination).data})
+
+    @extend_schema(
+        operation_id="webhook_destination_put",
+        description="Creates (201, with the signing `secret`, shown only now) or replaces "
+        "(200, without the secret) the store's one webhook destination.",
+        parameters=[STORE_HEADER_PARAMETER],
+        request=WebhookDestinationInputSerializer,
+        responses={
+            200: data_envelope("WebhookDestinationUpdatedResponse", WebhookDestinationSerializer),
+            201: data_envelope(
+                "WebhookDestinationCreatedResponse", WebhookDestinationWithSecretSerializer
+            ),
+            **error_responses(403, 415, 422),
+        },
+    )
+    def put(self, request):
+        payload = WebhookDestinationInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        destination, created = destination_put(store=request.store, **payload.validated_data)
+        if created:
+            body = WebhookDestinationWithSecretSerializer(destination).data
+            return Response({"data": body}, status=status.HTTP_201_CREATED)
+        return Response({"data": WebhookDestinationSerializer(destination).data})
+
+    @extend_schema(
+        operation_id="webhook_destination_delete",
+        parameters=[STORE_HEADER_PARAMETER],
+        responses={204: None, **error_responses(403, 404)},
+    )
+    def delete(self, request):
+        destination_delete(store=request.store)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WebhookDestinationSecretRotateView(WebhookAreaView):
+    @extend_schema(
+        operation_id="webhook_destination_rotate_secret",
+        description="Replaces the signing secret and returns it (the only time it is shown). "
+        "The previous secret also signs deliveries for 24 hours.",
+        parameters=[STORE_HEADER_PARAMETER],
+        request=None,
+        responses={
+            200: data_envelope(
+                "WebhookDestinationRotatedResponse", WebhookDestinationWithSecretSerializer
+            ),
+            **error_responses(403, 404, 415),
+        },
+    )
+    def post(self, request):
+        destination = secret_rotate(store=request.store)
+        return Response({"data": WebhookDestinationWithSecretSerializer(destination).data})
+
+
+class WebhookEventTypeListView(WebhookAreaView):
+    @extend_schema(
+        operation_id="webhook_event_types_list",
+        parameters=[STORE_HEADER_PARAMETER],
+        responses={
+            200: data_envelope("WebhookEventTypeList", WebhookEventTypeSerializer, many=True),
+            **error_responses(403),
+        },
+    )
+    def get(self, request):
+        return Response({"data": event_types_list()})
+
+
+@extend_schema(
+    operation_id="webhook_deliveries_list",
+    description="The store's webhook deliveries, newest first.",
+    parameters=[STORE_HEADER_PARAMETER],
+    responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
+)
+class WebhookDeliveryListView(ListAPIView):
+    permission_classes = [StorePermission]
+    permission_area = "webhook"
+    serializer_class = WebhookDeliverySerializer
+    pagination_class = LaravelPagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = WebhookDeliveryFilter
+
+    def get_queryset(self):
+        return deliveries_of_store(store=self.request.store)
+
+
+class WebhookDeliveryDetailView(WebhookAreaView):
+    @extend_schema(
+        operation_id="webhook_deliveries_retrieve",
+        parameters=[STORE_HEADER_PARAMETER, DELIVERY_PARAMETER],
+        responses={
+            200: data_envelope("WebhookDeliveryResponse", WebhookDeliverySerializer),
+            **error_responses(403, 404),
+        },
+    )
+    def get(self, request, delivery_id: str):
+        delivery = delivery_get(store=request.store, delivery_id=delivery_id)
+        return Response({"data": WebhookDeliverySerializer(delivery).data})
+
+
+class WebhookDeliveryReplayView(WebhookAreaView):
+    @extend_schema(
+        operation_id="webhook_deliveries_replay",
+        description="Sends the retained event again to the configured destination as a new "
+        "`pending` delivery (new id, same event_id). It never repeats the business action; "
+        "the destination, payload and query cannot be overridden (the body must be `{}`).",
+        parameters=[
+            STORE_HEADER_PARAMETER,
+            DELIVERY_PARAMETER,
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="8 to 255 characters; a repeat of the same request answers the "
+                "stored response with `Idempotent-Replayed: true`.",
+            ),
+        ],
+        request=ReplayInputSerializer,
+        responses={
+            201: data_envelope("WebhookDeliveryReplayResponse", WebhookDeliverySerializer),
+            **error_responses(403, 404, 409, 415, 422),
+        },
+    )
+    def post(self, request, delivery_id: str):
+        key = idempotency_key_from(request, required=False, min_length=8)
+
+        def replay():
+            if request.data:
+                raise ValidationFailed(
+                    {
+                        name: ["is not allowed: the body must be an empty object"]
+                        for name in sorted(request.data)
+                    }
+                )
+            delivery = delivery_replay(store=request.store, delivery_id=delivery_id)
+            return Response(
+                {"data": WebhookDeliverySerializer(delivery).data}, status=status.HTTP_201_CREATED
+            )
+
+        return idempotent_response(
+            request,
+            operation="webhooks.delivery_replay",
+            key=key,
+            store_id=request.store.id,
+            run=replay,
+        )
