@@ -29,6 +29,13 @@ class CliOAuth2Validator(OAuth2Validator):
             return None
         return super()._load_application(client_id, request)
 
+    def authenticate_client(self, request, *args, **kwargs):
+        """RFC 6749 §2.3.1: a legacy `Basic client_id:` credential, when sent, must itself be
+        right; a failed one does not fall back to the body's client_id."""
+        if self._extract_basic_auth(request):
+            return self._authenticate_basic_auth(request)
+        return self._authenticate_request_body(request)
+
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         """RFC 6749 §4.1.2 / RFC 9700 §4.5: a code is single-use; on replay the authorization
         server SHOULD revoke the tokens issued from it, which we do."""

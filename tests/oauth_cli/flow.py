@@ -62,26 +62,24 @@ def approve(client, params: dict) -> dict:
     return query_of(response["Location"])
 
 
-def exchange(client, code: str, verifier: str, redirect_uri: str = REDIRECT_URI, **extra):
+def exchange(client, code: str, verifier: str, redirect_uri: str = REDIRECT_URI, **headers):
     data = {
         "grant_type": "authorization_code",
         "client_id": settings.CLI_CLIENT_ID,
         "code": code,
         "redirect_uri": redirect_uri,
         "code_verifier": verifier,
-        **extra,
     }
-    return client.post("/oauth/token", data)
+    return client.post("/oauth/token", data, **headers)
 
 
-def refresh(client, refresh_token: str, **extra):
+def refresh(client, refresh_token: str, **headers):
     data = {
         "grant_type": "refresh_token",
         "client_id": settings.CLI_CLIENT_ID,
         "refresh_token": refresh_token,
-        **extra,
     }
-    return client.post("/oauth/token", data)
+    return client.post("/oauth/token", data, **headers)
 
 
 def connect(client) -> dict:

@@ -1,0 +1,127 @@
+from datetime import timedelta
+
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Grant, RefreshToken
+
+from oauth_cli.models import Installation, TokenFamily
+from oauth_cli.services import cli_application_ensure
+from tests.factories import UserFactory
+from tests.oauth_cli.flow import approve, authorize_params
+
+
+def test_ensure_cli_client_is_idempotent(settings, cli_application):
+    from oauth2_provider.models import Application
+
+    call_command("ensure_cli_client")
+    call_command("ensure_cli_client")
+
+    application = Application.objects.get()
+    assert application.client_id == settings.CLI_CLIENT_ID
+    assert application.client_type == "public"
+    assert application.authorization_grant_type == "authorization-code"
+    assert application.client_secret == ""
+    assert set(application.redirect_uris.split()) == {
+        "http://127.0.0.1/callback",
+        "http://[::1]/callback",
+    }
+
+
+def test_ensure_cli_client_repairs_a_changed_client(cli_application):
+    cli_application.redirect_uris = "http://localhost/callback"
+    cli_application.skip_authorization = True
+    cli_application.save()
+
+    repaired = cli_application_ensure()
+
+    assert "localhost" not in repaired.redirect_uris
+    assert repaired.skip_authorization is False
+
+
+def test_oauth_prune_deletes_expired_codes_tokens_and_families(signed_in, tokens):
+    past = timezone.now() - timedelta(days=1)
+    stale_code = approve(signed_in, authorize_params())["code"]
+    Grant.objects.filter(code=stale_code).update(expires=past)
+    TokenFamily.objects.update(expires_at=past)
+
+    call_command("oauth_prune")
+
+    assert not Grant.objects.filter(code=stale_code).exists()
+    assert not TokenFamily.objects.exists()
+    assert not AccessToken.objects.exists()
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
+
+
+def test_prune_task_is_scheduled_by_beat(settings):
+    from config.celery import app
+    from oauth_cli.tasks import oauth_prune_task
+
+    entry = settings.CELERY_BEAT_SCHEDULE["oauth-prune"]
+    assert entry["task"] == "oauth_cli.prune" == oauth_prune_task.name
+    app.loader.import_default_modules()
+    assert "oauth_cli.prune" in app.tasks
+
+
+def test_prune_task_runs(tokens):
+    from oauth_cli.tasks import oauth_prune_task
+
+    TokenFamily.objects.update(expires_at=timezone.now() - timedelta(days=1))
+
+    oauth_prune_task.apply()
+
+    assert not TokenFamily.objects.exists()
+
+
+def _staff_client():
+    admin = UserFactory(is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(admin)
+    return client
+
+
+def test_staff_see_installations_and_families(tokens, user):
+    client = _staff_client()
+    installation = Installation.objects.get(user=user)
+    family = TokenFamily.objects.get()
+
+    listing = client.get("/admin/oauth_cli/installation/")
+    detail = client.get(f"/admin/oauth_cli/installation/{installation.pk}/change/")
+    families = client.get("/admin/oauth_cli/tokenfamily/")
+
+    assert listing.status_code == 200 and str(installation.pk) in listing.content.decode()
+    assert detail.status_code == 200 and str(family.pk) in detail.content.decode()
+    assert families.status_code == 200 and str(family.pk) in families.content.decode()
+
+
+def test_staff_revoke_an_installation(tokens, user):
+    client = _staff_client()
+    installation = Installation.objects.get(user=user)
+
+    response = client.post(
+        "/admin/oauth_cli/installation/",
+        {"action": "revoke_installations", "_selected_action": [str(installation.pk)]},
+    )
+
+    assert response.status_code == 302
+    assert not Installation.objects.exists()
+    assert not AccessToken.objects.exists()
+
+
+def test_staff_revoke_a_token_family(tokens):
+    client = _staff_client()
+    family = TokenFamily.objects.get()
+
+    client.post(
+        "/admin/oauth_cli/tokenfamily/",
+        {"action": "revoke_families", "_selected_action": [str(family.pk)]},
+    )
+
+    family.refresh_from_db()
+    assert family.revoked_at is not None
+    assert not AccessToken.objects.exists()
+    api = Client()
+    assert (
+        api.get("/api/v2/me", HTTP_AUTHORIZATION=f"Bearer {tokens['access_token']}").status_code
+        == 401
+    )
