@@ -1,0 +1,107 @@
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from events.models import Event
+from orders.models import Order
+from orders.services import order_complete, order_place
+from tests.factories import CouponFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client():
+    admin = UserFactory(is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(admin)
+    return client
+
+
+def test_admin_complete_order_action_completes_through_the_service(admin_client, store):
+    # given
+    pending = order_place(store=store, subtotal_cents=500)
+    done = order_place(store=store, subtotal_cents=600)
+    order_complete(order=done)
+    # when
+    response = admin_client.post(
+        "/admin/orders/order/",
+        {"action": "complete_orders", "_selected_action": [pending.pk, done.pk]},
+        follow=True,
+    )
+    # then
+    assert response.status_code == 200
+    pending.refresh_from_db()
+    assert pending.status == Order.STATUS_COMPLETED
+    assert Event.objects.filter(type="order.completed", subject_id=str(pending.pk)).count() == 1
+    assert Event.objects.count() == 2  # the already-completed order recorded nothing new
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("Completed 1 order" in m for m in messages)
+    assert any(f"Order {done.pk}" in m for m in messages)
+
+
+def test_events_are_browsable_read_only_in_the_admin(admin_client, store):
+    order = order_place(store=store, subtotal_cents=500)
+    order_complete(order=order)
+    event = Event.objects.get()
+    listing = admin_client.get(
+        "/admin/events/event/",
+        {
+            "type__exact": "order.completed",
+            "subject_type__exact": "order",
+            "store__id__exact": store.pk,
+        },
+    )
+    assert listing.status_code == 200
+    assert event.id in listing.content.decode()
+    assert admin_client.get(f"/admin/events/event/{event.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/events/event/add/").status_code == 403
+    assert admin_client.post(f"/admin/events/event/{event.pk}/delete/").status_code == 403
+
+
+def test_simulate_orders_places_and_completes_with_a_progress_bar(store):
+    out = io.StringIO()
+    call_command(
+        "simulate_orders", "--store", store.slug, "--count", "120", "--seed", "1", stdout=out
+    )
+    assert Order.objects.filter(store=store, status="completed").count() == 120
+    assert Event.objects.filter(store=store, type="order.completed").count() == 120
+    output = out.getvalue()
+    assert "[" + "#" * 30 + "] 120/120 (100%)" in output
+    assert "120 orders placed" in output
+
+
+def test_simulate_orders_small_runs_have_no_bar_and_can_leave_orders_pending(store):
+    out = io.StringIO()
+    call_command(
+        "simulate_orders", "--store", store.slug, "--count", "5", "--pending", "1", stdout=out
+    )
+    assert Order.objects.filter(status="pending").count() == 5
+    assert not Event.objects.exists()
+    assert "#" not in out.getvalue()
+
+
+def test_simulate_orders_applies_a_coupon_until_it_is_used_up(store):
+    CouponFactory(store=store, code="TWICE", limit=2)
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "simulate_orders",
+        "--store",
+        store.slug,
+        "--count",
+        "3",
+        "--coupon",
+        "twice",
+        stdout=out,
+        stderr=err,
+    )
+    assert Order.objects.filter(coupon__code="TWICE").count() == 2
+    assert "usage limit" in err.getvalue()
+    assert "2 orders placed" in out.getvalue()
+
+
+def test_simulate_orders_refuses_an_unknown_store():
+    with pytest.raises(CommandError):
+        call_command("simulate_orders", "--store", "missing", "--count", "1")
