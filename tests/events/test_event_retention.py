@@ -110,3 +110,27 @@ def test_pruning_another_store_does_not_expire_this_stores_cursor(auth_client, s
     _old_events(other_store, 5)
     events_prune()
     assert auth_client.get("/api/v2/events", {"cursor": cursor}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_prune_deletes_the_webhook_deliveries_of_pruned_events(store):
+    from webhooks.models import WebhookDelivery, WebhookDestination
+
+    # given events with deliveries (a disabled destination: deliveries are kept, never sent)
+    WebhookDestination.objects.create(
+        store=store,
+        url="https://hooks.example.com/storefront",
+        secret="whsec_test",
+        enabled=False,
+        event_types=["coupon.updated"],
+    )
+    for n in range(300):
+        record_committed(store, type="coupon.updated", subject=("coupon", str(n)))
+    kept = record_committed(store, type="coupon.updated", subject=("coupon", "new"))
+    assert WebhookDelivery.objects.count() == 301
+    Event.objects.exclude(pk=kept.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    # when
+    deleted = events_prune(batch_size=100)
+    # then
+    assert deleted == 300
+    assert list(WebhookDelivery.objects.values_list("event_id", flat=True)) == [kept.id]
