@@ -1,16 +1,111 @@
 """Coupon writes: create, update, soft delete, restore, and applying a coupon to an order."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from config.api.errors import ValidationFailed
+from config.api.errors import NotFound, ValidationFailed
 from coupons.models import Coupon
+from coupons.validation import WRITABLE_FIELDS, coupon_values_validate
+from events.services import record
 from stores.models import Store
 
 COUPON_CODE_FIELD = "coupon_code"
+CODE_TAKEN = "is already used by a live coupon of this store"
+
+
+def _live_code_taken(*, store_id: int, code: str, exclude_pk: int | None) -> bool:
+    same_code = Coupon.objects.alias(code_lower=Lower("code")).filter(
+        store_id=store_id, code_lower=code.lower(), deleted_at__isnull=True
+    )
+    if exclude_pk is not None:
+        same_code = same_code.exclude(pk=exclude_pk)
+    return same_code.exists()
+
+
+def _coupon_save_with_live_code(coupon: Coupon) -> None:
+    """Saves `coupon` (inside the caller's transaction); a live code clash is a 422 on `code`."""
+    if _live_code_taken(store_id=coupon.store_id, code=coupon.code, exclude_pk=coupon.pk):
+        raise ValidationFailed.field("code", CODE_TAKEN)
+    try:
+        # A savepoint: a concurrent writer may take the code between the check and the write.
+        with transaction.atomic():
+            coupon.save()
+    except IntegrityError:
+        raise ValidationFailed.field("code", CODE_TAKEN) from None
+
+
+def _coupon_lock(coupon: Coupon, *, deleted: bool = False) -> Coupon:
+    """The coupon's current row, locked; NotFound when it is (or is not) deleted meanwhile."""
+    locked = (
+        Coupon.objects.select_for_update()
+        .select_related("store")
+        .filter(pk=coupon.pk, deleted_at__isnull=not deleted)
+        .first()
+    )
+    if locked is None:
+        raise NotFound()
+    return locked
+
+
+def coupon_create(*, store: Store, fields: Mapping[str, Any]) -> Coupon:
+    """Creates a coupon from JSON-decoded `fields`; other keys (id, store_id, ...) are ignored."""
+    now = timezone.now()
+    values = coupon_values_validate(given=fields, current=None, now=now)
+    coupon = Coupon(store=store, created_at=now, updated_at=now, **values)
+    with transaction.atomic(durable=True):
+        _coupon_save_with_live_code(coupon)
+        record(store=store, type="coupon.created", subject=coupon, data={})
+    return coupon
+
+
+def coupon_update(*, coupon: Coupon, fields: Mapping[str, Any]) -> Coupon:
+    """Changes the given writable `fields`; the merged coupon must satisfy every rule.
+
+    A request that changes nothing leaves `updated_at` alone and records no event.
+    """
+    with transaction.atomic(durable=True):
+        coupon = _coupon_lock(coupon)
+        current = {name: getattr(coupon, name) for name in WRITABLE_FIELDS}
+        now = timezone.now()
+        values = coupon_values_validate(given=fields, current=current, now=now)
+        if values == current:
+            return coupon
+        for name, value in values.items():
+            setattr(coupon, name, value)
+        coupon.updated_at = now
+        _coupon_save_with_live_code(coupon)
+        record(store=coupon.store, type="coupon.updated", subject=coupon, data={})
+    return coupon
+
+
+def coupon_delete(*, coupon: Coupon) -> Coupon:
+    """Soft delete: the row stays (listed with trashed filters); the code becomes free."""
+    with transaction.atomic(durable=True):
+        coupon = _coupon_lock(coupon)
+        coupon.deleted_at = coupon.updated_at = timezone.now()
+        coupon.save(update_fields=["deleted_at", "updated_at"])
+        record(store=coupon.store, type="coupon.deleted", subject=coupon, data={})
+    return coupon
+
+
+def coupon_restore(*, coupon: Coupon) -> Coupon:
+    """Undoes a soft delete (admin); refused while a live coupon holds the same code.
+
+    The journal has no restore type: a restore is recorded as `coupon.updated`.
+    """
+    with transaction.atomic(durable=True):
+        coupon = _coupon_lock(coupon, deleted=True)
+        coupon.deleted_at = None
+        coupon.updated_at = timezone.now()
+        _coupon_save_with_live_code(coupon)
+        record(store=coupon.store, type="coupon.updated", subject=coupon, data={})
+    return coupon
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,59 @@
+"""The v1 coupon resource (spec "Coupon (v1)") and the documented request bodies.
+
+Request bodies are checked by coupons/validation.py (strict JSON types, merged state);
+the input serializers below only describe them in the OpenAPI schema.
+"""
+
+from rest_framework import serializers
+
+from coupons.models import MAX_INTEGER, Coupon
+
+
+class CouponSerializer(serializers.ModelSerializer):
+    """The bare v1 coupon: integer ids, every field present (null where unset), UTC `Z` times."""
+
+    store_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Coupon
+        fields = [
+            "id",
+            "code",
+            "type",
+            "discount",
+            "limit",
+            "store_wide",
+            "minimum_amount",
+            "expires_at",
+            "created_at",
+            "updated_at",
+            "store_id",
+            "deleted_at",
+        ]
+        read_only_fields = fields
+
+
+def _integer(minimum: int, **kwargs):
+    return serializers.IntegerField(min_value=minimum, max_value=MAX_INTEGER, **kwargs)
+
+
+class CouponCreateInputSerializer(serializers.Serializer):
+    code = serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$", max_length=64)
+    type = serializers.ChoiceField(choices=Coupon.TYPE_CHOICES)
+    discount = _integer(1, help_text="1 to 100 for PERCENTAGE; whole dollars for AMOUNT.")
+    store_wide = serializers.BooleanField()
+    limit = _integer(1, required=False, allow_null=True)
+    minimum_amount = _integer(0, required=False, allow_null=True, help_text="Whole dollars.")
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="ISO 8601 with a time zone, in the future."
+    )
+
+
+class CouponUpdateInputSerializer(CouponCreateInputSerializer):
+    """Any subset of the create fields; the merged coupon must satisfy every rule."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for field in fields.values():
+            field.required = False
+        return fields

@@ -1,0 +1,189 @@
+"""Every coupon validation rule of DESIGN.md "Coupons (v1)": one failing case each (422
+`validation_failed`, `param` and `errors` naming the field) and the boundary that passes."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from coupons.models import Coupon
+from tests.factories import CouponFactory
+
+pytestmark = pytest.mark.django_db
+
+VALID = {"code": "WELCOME", "type": "AMOUNT", "discount": 5, "store_wide": True}
+
+
+def future(**delta) -> str:
+    return (timezone.now() + timedelta(**(delta or {"days": 1}))).isoformat()
+
+
+def assert_422_on(response, field):
+    assert response.status_code == 422, response.content
+    body = response.json()
+    assert body["type"] == "validation_error"
+    assert body["code"] == "validation_failed"
+    assert body["status"] == 422
+    assert body["param"] == field
+    assert field in body["errors"]
+    assert all(isinstance(m, str) and m for m in body["errors"][field])
+
+
+# (field, failing value, passing boundary value, overrides for the rest of the body)
+RULES = [
+    ("code", "", "A", {}),
+    ("code", "x" * 65, "x" * 64, {}),
+    ("code", "HAS SPACE", "az-AZ_09", {}),
+    ("code", "ÉTÉ", "ete", {}),
+    ("code", 123, "123", {}),
+    ("code", None, "N", {}),
+    ("type", "FREE_SHIPPING", "PERCENTAGE", {"discount": 10}),
+    ("type", "percentage", "AMOUNT", {}),
+    ("type", None, "AMOUNT", {}),
+    ("discount", 0, 1, {}),
+    ("discount", 101, 100, {"type": "PERCENTAGE"}),
+    ("discount", 2_147_483_648, 2_147_483_647, {"type": "AMOUNT"}),
+    ("discount", "5", 5, {}),
+    ("discount", 5.5, 5, {}),
+    ("discount", 5.0, 5, {}),
+    ("discount", True, 1, {}),
+    ("discount", None, 1, {}),
+    ("store_wide", "true", True, {}),
+    ("store_wide", 1, False, {}),
+    ("store_wide", None, False, {}),
+    ("limit", 0, 1, {}),
+    ("limit", False, None, {}),
+    ("limit", "3", 3, {}),
+    ("limit", 1.5, 2_147_483_647, {}),
+    ("minimum_amount", -1, 0, {}),
+    ("minimum_amount", "10", None, {}),
+    ("minimum_amount", True, 10, {}),
+    ("expires_at", "2020-01-01T00:00:00Z", future(), {}),
+    ("expires_at", "not a date", future(minutes=1), {}),
+    ("expires_at", "2030-13-01T00:00:00Z", "2030-12-31T23:59:59Z", {}),
+    ("expires_at", "2030-01-01T00:00:00", "2030-01-01T00:00:00+02:00", {}),
+    ("expires_at", "2030-01-01", None, {}),
+    ("expires_at", 1_900_000_000, None, {}),
+]
+
+
+@pytest.mark.parametrize(("field", "bad", "good", "rest"), RULES)
+def test_create_rule(field, bad, good, rest, auth_client):
+    body = {**VALID, **rest}
+
+    refused = auth_client.post("/api/v1/coupons", {**body, field: bad})
+    assert_422_on(refused, field)
+    assert not Coupon.objects.exists()
+
+    accepted = auth_client.post("/api/v1/coupons", {**body, field: good})
+    assert accepted.status_code == 201, accepted.content
+
+
+@pytest.mark.parametrize(("field", "bad", "good", "rest"), RULES)
+def test_update_rule(field, bad, good, rest, store, auth_client):
+    coupon = CouponFactory(store=store, code="EXISTING", type="AMOUNT", discount=5)
+    url = f"/api/v1/coupons/{coupon.id}"
+
+    refused = auth_client.patch(url, {**rest, field: bad})
+    assert_422_on(refused, field)
+    coupon.refresh_from_db()
+    assert (coupon.code, coupon.type, coupon.discount) == ("EXISTING", "AMOUNT", 5)
+
+    accepted = auth_client.patch(url, {**rest, field: good})
+    assert accepted.status_code == 200, accepted.content
+
+
+@pytest.mark.parametrize("missing", ["code", "type", "discount", "store_wide"])
+def test_create_requires_each_required_field(missing, auth_client):
+    body = {k: v for k, v in VALID.items() if k != missing}
+    response = auth_client.post("/api/v1/coupons", body)
+    assert_422_on(response, missing)
+    assert response.json()["errors"][missing] == ["is required"]
+
+
+def test_optional_fields_may_be_omitted_and_are_null(auth_client):
+    body = auth_client.post("/api/v1/coupons", VALID).json()
+    assert body["limit"] is None
+    assert body["minimum_amount"] is None
+    assert body["expires_at"] is None
+
+
+def test_every_bad_field_is_named_at_once(auth_client):
+    response = auth_client.post(
+        "/api/v1/coupons",
+        {"code": "", "type": "X", "discount": "1", "store_wide": "no", "limit": 0},
+    )
+    assert response.status_code == 422
+    body = response.json()
+    assert set(body["errors"]) == {"code", "type", "discount", "store_wide", "limit"}
+    assert body["param"] == "code"
+
+
+def test_empty_body_names_every_required_field(auth_client):
+    response = auth_client.post("/api/v1/coupons", {})
+    assert response.status_code == 422
+    assert set(response.json()["errors"]) == {"code", "type", "discount", "store_wide"}
+
+
+def test_code_must_be_unique_among_live_coupons_case_insensitively(store, auth_client):
+    CouponFactory(store=store, code="Summer")
+    response = auth_client.post("/api/v1/coupons", {**VALID, "code": "sUMMER"})
+    assert_422_on(response, "code")
+
+
+def test_same_code_in_another_store_is_fine(other_store, auth_client):
+    CouponFactory(store=other_store, code="WELCOME")
+    assert auth_client.post("/api/v1/coupons", VALID).status_code == 201
+
+
+def test_patch_to_another_live_coupons_code_is_refused(store, auth_client):
+    CouponFactory(store=store, code="TAKEN")
+    coupon = CouponFactory(store=store, code="MINE")
+    response = auth_client.patch(f"/api/v1/coupons/{coupon.id}", {"code": "taken"})
+    assert_422_on(response, "code")
+
+
+def test_patch_of_own_code_in_another_case_is_fine(store, auth_client):
+    coupon = CouponFactory(store=store, code="MINE")
+    response = auth_client.patch(f"/api/v1/coupons/{coupon.id}", {"code": "mine"})
+    assert response.status_code == 200
+    assert response.json()["code"] == "mine"
+
+
+def test_patch_validates_the_merged_state(store, auth_client):
+    # given an AMOUNT coupon of 150 dollars
+    coupon = CouponFactory(store=store, type="AMOUNT", discount=150)
+
+    # when only the type switches to PERCENTAGE
+    response = auth_client.patch(f"/api/v1/coupons/{coupon.id}", {"type": "PERCENTAGE"})
+
+    # then the merged discount (150 %) is refused
+    assert_422_on(response, "discount")
+    coupon.refresh_from_db()
+    assert coupon.type == "AMOUNT"
+
+    both = auth_client.patch(
+        f"/api/v1/coupons/{coupon.id}", {"type": "PERCENTAGE", "discount": 100}
+    )
+    assert both.status_code == 200
+    assert (both.json()["type"], both.json()["discount"]) == ("PERCENTAGE", 100)
+
+
+def test_patch_of_other_fields_keeps_a_stored_past_expiry(store, auth_client):
+    # The future-expiry rule applies to a given expires_at, not to the stored one.
+    coupon = CouponFactory(store=store, expires_at=timezone.now() - timedelta(days=1))
+    response = auth_client.patch(f"/api/v1/coupons/{coupon.id}", {"discount": 7})
+    assert response.status_code == 200
+    assert response.json()["discount"] == 7
+
+
+def test_patch_can_clear_nullable_fields(store, auth_client):
+    coupon = CouponFactory(
+        store=store, limit=3, minimum_amount=10, expires_at=timezone.now() + timedelta(days=1)
+    )
+    response = auth_client.patch(
+        f"/api/v1/coupons/{coupon.id}",
+        {"limit": None, "minimum_amount": None, "expires_at": None},
+    )
+    body = response.json()
+    assert (body["limit"], body["minimum_amount"], body["expires_at"]) == (None, None, None)
