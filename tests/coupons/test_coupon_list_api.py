@@ -1,0 +1,145 @@
+"""GET /api/v1/coupons: trashed filters, the shared Laravel pagination, id order, and a
+query count that does not grow with the page size."""
+
+from urllib.parse import urlsplit
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tests.factories import CouponFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def live_and_deleted(store):
+    live = [CouponFactory(store=store), CouponFactory(store=store)]
+    deleted = [CouponFactory(store=store, deleted_at=timezone.now())]
+    return {c.id for c in live}, {c.id for c in deleted}
+
+
+def listed_ids(client, query=""):
+    response = client.get(f"/api/v1/coupons{query}")
+    assert response.status_code == 200, response.content
+    return {c["id"] for c in response.json()["data"]}
+
+
+TRUE, FALSE = ("true", "1"), ("false", "0")
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("", "live"),
+        *[(f"?with_trashed={v}", "all") for v in TRUE],
+        *[(f"?with_trashed={v}", "live") for v in FALSE],
+        *[(f"?only_trashed={v}", "deleted") for v in TRUE],
+        *[(f"?only_trashed={v}", "live") for v in FALSE],
+        ("?with_trashed=true&only_trashed=true", "deleted"),
+        ("?with_trashed=1&only_trashed=0", "all"),
+        ("?with_trashed=false&only_trashed=true", "deleted"),
+        ("?with_trashed=0&only_trashed=false", "live"),
+    ],
+)
+def test_trashed_filters(query, expected, live_and_deleted, auth_client):
+    live, deleted = live_and_deleted
+    want = {"live": live, "deleted": deleted, "all": live | deleted}[expected]
+    assert listed_ids(auth_client, query) == want
+
+
+@pytest.mark.parametrize("param", ["with_trashed", "only_trashed"])
+@pytest.mark.parametrize("value", ["yes", "TRUE", "2", "", "on", "truee"])
+def test_malformed_boolean_is_422_naming_the_param(param, value, auth_client):
+    response = auth_client.get(f"/api/v1/coupons?{param}={value}")
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "validation_failed"
+    assert body["param"] == param
+    assert list(body["errors"]) == [param]
+
+
+def test_list_is_in_id_order_with_every_field(store, auth_client):
+    coupons = [CouponFactory(store=store) for _ in range(3)]
+    body = auth_client.get("/api/v1/coupons").json()
+    assert [c["id"] for c in body["data"]] == [c.id for c in coupons]
+    assert body["data"][0]["store_id"] == store.id
+    assert len(body["data"][0]) == 12
+
+
+def test_default_page_size_is_15(store, auth_client):
+    CouponFactory.create_batch(16, store=store)
+    body = auth_client.get("/api/v1/coupons").json()
+    assert len(body["data"]) == 15
+    assert body["meta"]["per_page"] == 15
+    assert body["meta"]["last_page"] == 2
+
+
+@pytest.mark.parametrize("limit", ["0", "101", "abc", "-1"])
+def test_limit_outside_1_to_100_is_422(limit, auth_client):
+    response = auth_client.get(f"/api/v1/coupons?limit={limit}")
+    assert response.status_code == 422
+    assert response.json()["param"] == "limit"
+
+
+def test_limit_bounds_1_and_100_pass(store, auth_client):
+    CouponFactory.create_batch(2, store=store)
+    assert len(auth_client.get("/api/v1/coupons?limit=1").json()["data"]) == 1
+    assert len(auth_client.get("/api/v1/coupons?limit=100").json()["data"]) == 2
+
+
+def test_walking_links_next_over_40_coupons_visits_each_once(store, auth_client):
+    # given 40 live coupons and one deleted one
+    coupons = CouponFactory.create_batch(40, store=store)
+    CouponFactory(store=store, deleted_at=timezone.now())
+
+    # when following links.next from the first page of 15
+    seen, pages = [], []
+    response = auth_client.get("/api/v1/coupons?limit=15")
+    while True:
+        body = response.json()
+        pages.append(body["meta"])
+        seen.extend(c["id"] for c in body["data"])
+        next_url = body["links"]["next"]
+        if next_url is None:
+            break
+        parts = urlsplit(next_url)
+        response = auth_client.get(f"{parts.path}?{parts.query}")
+        assert response.status_code == 200
+
+    # then every live coupon appears once, in id order, over 3 pages
+    assert seen == [c.id for c in coupons]
+    assert [p["current_page"] for p in pages] == [1, 2, 3]
+    assert [(p["from"], p["to"]) for p in pages] == [(1, 15), (16, 30), (31, 40)]
+    assert {p["total"] for p in pages} == {40}
+    assert {p["last_page"] for p in pages} == {3}
+    assert "limit=15" in body["links"]["first"]
+    assert body["links"]["prev"].endswith("page=2")
+
+
+def test_links_keep_the_trashed_filter(store, auth_client):
+    CouponFactory.create_batch(3, store=store, deleted_at=timezone.now())
+    body = auth_client.get("/api/v1/coupons?only_trashed=true&limit=2").json()
+    assert "only_trashed=true" in body["links"]["next"]
+    assert body["meta"]["total"] == 3
+
+
+def test_page_past_the_end_is_empty_with_meta(store, auth_client):
+    CouponFactory.create_batch(2, store=store)
+    body = auth_client.get("/api/v1/coupons?page=5").json()
+    assert body["data"] == []
+    assert body["meta"]["total"] == 2
+    assert (body["meta"]["from"], body["meta"]["to"]) == (None, None)
+
+
+def test_query_count_does_not_depend_on_the_page_size(store, auth_client):
+    CouponFactory.create_batch(120, store=store)
+    counts = {}
+    for limit in (15, 100):
+        auth_client.get(f"/api/v1/coupons?limit={limit}")  # warm caches alike
+        with CaptureQueriesContext(connection) as queries:
+            response = auth_client.get(f"/api/v1/coupons?limit={limit}&with_trashed=true")
+        assert len(response.json()["data"]) == limit
+        counts[limit] = len(queries)
+    assert counts[15] == counts[100]

@@ -1,0 +1,140 @@
+"""Coupon services: each change writes its journal event in the same transaction; failures
+write nothing; restore refuses a code held by a live coupon."""
+
+import threading
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from config.api.errors import NotFound, ValidationFailed
+from coupons.models import Coupon
+from coupons.services import coupon_create, coupon_delete, coupon_restore, coupon_update
+from events.models import Event
+from tests.factories import CouponFactory, StoreFactory
+
+VALID = {"code": "WELCOME", "type": "AMOUNT", "discount": 5, "store_wide": True}
+
+
+def events_of(coupon):
+    return list(
+        Event.objects.filter(subject_type="coupon", subject_id=str(coupon.pk))
+        .order_by("occurred_at", "id")
+        .values_list("type", "store_id", "data", "version")
+    )
+
+
+@pytest.mark.django_db
+def test_create_records_coupon_created():
+    store = StoreFactory()
+    coupon = coupon_create(store=store, fields=VALID)
+    assert events_of(coupon) == [("coupon.created", store.id, {}, 1)]
+
+
+@pytest.mark.django_db
+def test_update_records_coupon_updated_and_a_no_op_records_nothing():
+    coupon = CouponFactory(discount=5)
+    updated_at = coupon.updated_at
+
+    unchanged = coupon_update(coupon=coupon, fields={"discount": 5, "id": 77})
+    assert events_of(coupon) == []
+    assert unchanged.updated_at == updated_at
+
+    changed = coupon_update(coupon=coupon, fields={"discount": 6})
+    assert changed.discount == 6
+    assert changed.updated_at > updated_at
+    assert events_of(coupon) == [("coupon.updated", coupon.store_id, {}, 1)]
+
+
+@pytest.mark.django_db
+def test_delete_records_coupon_deleted_and_keeps_the_row():
+    coupon = CouponFactory()
+    deleted = coupon_delete(coupon=coupon)
+    assert deleted.deleted_at is not None
+    assert Coupon.objects.filter(pk=coupon.pk, deleted_at__isnull=False).exists()
+    assert events_of(coupon) == [("coupon.deleted", coupon.store_id, {}, 1)]
+
+
+@pytest.mark.django_db
+def test_refused_changes_record_no_event_and_change_nothing():
+    store = StoreFactory()
+    with pytest.raises(ValidationFailed):
+        coupon_create(store=store, fields={**VALID, "discount": 0})
+    coupon = CouponFactory(store=store, discount=5)
+    with pytest.raises(ValidationFailed):
+        coupon_update(coupon=coupon, fields={"discount": -3})
+    assert not Event.objects.exists()
+    assert Coupon.objects.get(pk=coupon.pk).discount == 5
+
+
+@pytest.mark.django_db
+def test_deleted_coupon_cannot_be_updated_or_deleted_again():
+    coupon = CouponFactory()
+    coupon_delete(coupon=coupon)
+    with pytest.raises(NotFound):
+        coupon_update(coupon=coupon, fields={"discount": 2})
+    with pytest.raises(NotFound):
+        coupon_delete(coupon=coupon)
+    assert [e[0] for e in events_of(coupon)] == ["coupon.deleted"]
+
+
+@pytest.mark.django_db
+def test_restore_brings_a_deleted_coupon_back_and_records_coupon_updated():
+    coupon = CouponFactory(code="BACK", deleted_at=timezone.now())
+    restored = coupon_restore(coupon=coupon)
+    assert restored.deleted_at is None
+    assert events_of(coupon) == [("coupon.updated", coupon.store_id, {}, 1)]
+
+
+@pytest.mark.django_db
+def test_restore_is_refused_while_a_live_coupon_holds_the_code():
+    old = CouponFactory(code="Spring", deleted_at=timezone.now())
+    CouponFactory(store=old.store, code="SPRING")
+    with pytest.raises(ValidationFailed) as caught:
+        coupon_restore(coupon=old)
+    assert caught.value.param == "code"
+    assert Coupon.objects.get(pk=old.pk).deleted_at is not None
+    assert events_of(old) == []
+
+
+@pytest.mark.django_db
+def test_restore_of_a_live_coupon_is_not_found():
+    with pytest.raises(NotFound):
+        coupon_restore(coupon=CouponFactory())
+
+
+@pytest.mark.django_db
+def test_live_code_uniqueness_is_enforced_by_the_database_too():
+    from django.db import IntegrityError, transaction
+
+    coupon = CouponFactory(code="DB")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        CouponFactory(store=coupon.store, code="db")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_creates_of_one_code_make_one_coupon():
+    store = StoreFactory()
+    barrier = threading.Barrier(8)
+    outcomes = []
+
+    def worker():
+        try:
+            barrier.wait()
+            try:
+                coupon_create(store=store, fields={**VALID, "code": "RACE"})
+                outcomes.append("created")
+            except ValidationFailed as error:
+                outcomes.append(error.param)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(outcomes) == ["code"] * 7 + ["created"]
+    assert Coupon.objects.filter(store=store).count() == 1
+    assert Event.objects.filter(type="coupon.created").count() == 1
