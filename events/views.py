@@ -20,26 +20,31 @@ TYPE_MAX_LENGTH, SUBJECT_ID_MAX_LENGTH = 120, 100
 
 CURSOR_PARAMETER = OpenApiParameter(
     "cursor",
-    str,
+    {"type": "string", "maxLength": 512},
     description="`meta.next_cursor` of the previous page; omit to start at the oldest retained "
     "event. Bound to the store and the exact filter set (400 if altered, 409 if reused "
     "elsewhere, 410 if retention deleted events after it).",
 )
 LIMIT_PARAMETER = OpenApiParameter(
-    "limit", int, description="Events per page, 1 to 100 (default 50).", default=DEFAULT_LIMIT
+    "limit",
+    {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    description="Events per page, 1 to 100 (default 50); otherwise 422.",
 )
 FILTER_PARAMETERS = [
     OpenApiParameter(
         "type",
-        str,
-        enum=sorted(EVENT_TYPES),
+        {"type": "string", "maxLength": TYPE_MAX_LENGTH, "enum": sorted(EVENT_TYPES)},
         description="Only events of this registered type (at most 120 characters).",
     ),
     OpenApiParameter(
-        "subject_type", str, enum=sorted(SUBJECT_TYPES), description="Only events about this kind."
+        "subject_type",
+        {"type": "string", "enum": sorted(SUBJECT_TYPES)},
+        description="Only events about this kind of subject.",
     ),
     OpenApiParameter(
-        "subject_id", str, description="Only events about this subject id (at most 100 characters)."
+        "subject_id",
+        {"type": "string", "maxLength": SUBJECT_ID_MAX_LENGTH},
+        description="Only events about this subject id (at most 100 characters).",
     ),
 ]
 
