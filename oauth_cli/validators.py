@@ -39,12 +39,30 @@ class CliOAuth2Validator(OAuth2Validator):
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         """RFC 6749 §4.1.2 / RFC 9700 §4.5: a code is single-use; on replay the authorization
         server SHOULD revoke the tokens issued from it, which we do."""
-        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+        grant = get_grant_model().objects.filter(code=code, application=client).first()
+        if grant is not None and not grant.is_expired():
+            # Later hooks read this copy: a concurrent exchange may delete the row meanwhile,
+            # and the consuming DELETE in _save_bearer_token then settles who won.
+            request.cli_grant = grant
+            request.scopes = grant.scope.split(" ")
+            request.user = grant.user
             return True
+        if grant is not None:
+            return False
         family = TokenFamily.objects.filter(code_checksum=token_checksum(code)).first()
         if family is not None:
             token_family_revoke(family_id=family.pk)
         return False
+
+    def get_code_challenge(self, code, request):
+        return request.cli_grant.code_challenge or None
+
+    def get_code_challenge_method(self, code, request):
+        return request.cli_grant.code_challenge_method or None
+
+    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, request, *args, **kwargs):
+        """RFC 6749 §4.1.3: identical to the redirect_uri of the authorization request."""
+        return request.cli_grant.redirect_uri_allowed(redirect_uri)
 
     def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
         """The code was already consumed inside the issuing transaction (_save_bearer_token)."""

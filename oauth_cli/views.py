@@ -245,7 +245,12 @@ class CliTokenView(TokenView):
         limited = rate_limited_response(request, "token")
         if limited:
             return limited
-        return super().post(request, *args, **kwargs)
+        response = super().post(request, *args, **kwargs)
+        # Errors raised while issuing (e.g. a lost rotation race) come without oauthlib's
+        # default headers; every answer of this endpoint is JSON and never cached.
+        response["Content-Type"] = "application/json"
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 class CliRevokeTokenView(RevokeTokenView):

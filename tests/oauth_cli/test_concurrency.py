@@ -1,0 +1,73 @@
+"""Races on PostgreSQL with real threads: a family never forks, a code never yields twice."""
+
+import threading
+
+import pytest
+from django.db import connection
+from django.test import Client
+from oauth2_provider.models import AccessToken, RefreshToken
+
+from oauth_cli.models import TokenFamily
+from tests.oauth_cli.flow import approve, authorize_params, connect, exchange, pkce_pair, refresh
+
+THREADS = 20
+
+
+def race(action, count: int = THREADS) -> list:
+    barrier = threading.Barrier(count)
+    results = [None] * count
+
+    def run(index):
+        try:
+            barrier.wait()
+            results[index] = action()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_concurrent_refreshes_issue_at_most_one_successor(user):
+    browser = Client()
+    browser.force_login(user)
+    tokens = connect(browser)
+
+    # when
+    responses = race(lambda: refresh(Client(), tokens["refresh_token"]))
+
+    # then
+    successes = [r for r in responses if r.status_code == 200]
+    refused = [r for r in responses if r.status_code != 200]
+    assert len(successes) == 1  # the first to lock rotates; nobody can revoke before it
+    assert all(r.status_code == 400 and r.json()["error"] == "invalid_grant" for r in refused)
+    # one row from the exchange, at most one successor: the family never forks
+    assert RefreshToken.objects.count() <= 2
+    successors = AccessToken.objects.filter(source_refresh_token__isnull=False).count()
+    assert successors <= 1
+    # the losers presented an already-rotated token: the reuse rule revoked the family
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
+    assert TokenFamily.objects.get().revoked_at is not None
+    if successes:
+        rotated = successes[0].json()["refresh_token"]
+        assert refresh(Client(), rotated).json()["error"] == "invalid_grant"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_exchanges_of_one_code_issue_at_most_one_token(user):
+    browser = Client()
+    browser.force_login(user)
+    verifier, challenge = pkce_pair()
+    code = approve(browser, authorize_params(code_challenge=challenge))["code"]
+
+    responses = race(lambda: exchange(Client(), code, verifier), count=10)
+
+    assert sum(r.status_code == 200 for r in responses) == 1
+    assert all(r.json()["error"] == "invalid_grant" for r in responses if r.status_code != 200)
+    assert TokenFamily.objects.count() <= 1
+    assert RefreshToken.objects.count() <= 1
