@@ -1,0 +1,258 @@
+import uuid
+
+import pytest
+from django.db import transaction
+
+from events.services import record
+from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from webhooks.models import WebhookDelivery
+from webhooks.services import delivery_send, destination_enabled_set
+
+LIST_URL = "/api/v2/webhook-deliveries"
+
+DELIVERY_FIELDS = {
+    "id",
+    "event_id",
+    "event_type",
+    "status",
+    "destination_origin",
+    "attempts",
+    "response_status",
+    "response_body",
+    "next_attempt_at",
+    "created_at",
+    "updated_at",
+}
+
+
+@pytest.fixture
+def destination(store, receiver):
+    return destination_for(store, receiver.url)
+
+
+def deliver(store, order_id=1):
+    return WebhookDelivery.objects.get(event=record_order_completed(store, order_id=order_id))
+
+
+def record_coupon_created(store, coupon_id=1):
+    with transaction.atomic():
+        event = record(store=store, type="coupon.created", subject=("coupon", coupon_id))
+    return WebhookDelivery.objects.get(event=event)
+
+
+def test_event_types_come_from_the_registry(auth_client):
+    response = auth_client.get("/api/v2/webhook-event-types")
+
+    assert response.status_code == 200
+    types = {item["type"]: item for item in response.json()["data"]}
+    assert set(types) == {"order.completed", "coupon.created", "coupon.updated", "coupon.deleted"}
+    assert types["order.completed"]["version"] == 1
+    assert types["order.completed"]["description"]
+
+
+def test_list_is_paginated_newest_first(auth_client, store, destination):
+    deliveries = [deliver(store, order_id=n) for n in range(1, 4)]
+
+    response = auth_client.get(LIST_URL, {"limit": 2})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert [d["id"] for d in body["data"]] == [str(deliveries[2].pk), str(deliveries[1].pk)]
+    assert body["meta"]["total"] == 3 and body["meta"]["last_page"] == 2
+    assert body["links"]["next"].endswith("limit=2&page=2")
+    assert set(body["data"][0]) == DELIVERY_FIELDS
+
+
+def test_delivery_resource_shows_the_origin_only(auth_client, store, receiver, destination):
+    delivery = deliver(store)
+
+    response = auth_client.get(f"{LIST_URL}/{delivery.pk}")
+
+    assert response.status_code == 200
+    data = response.json()["data"]
+    assert data["id"] == str(delivery.pk)
+    assert data["event_id"] == delivery.event_id
+    assert data["event_type"] == "order.completed"
+    assert data["status"] == "pending"
+    assert data["attempts"] == 0
+    assert data["response_status"] is None and data["response_body"] is None
+    assert data["destination_origin"] == receiver.url.removesuffix("/hooks")
+    assert "/hooks" not in str(response.json())
+
+
+def test_list_filters(auth_client, store, receiver, destination):
+    receiver.respond = lambda request: Reply(200)
+    sent = deliver(store, order_id=1)
+    delivery_send(delivery_id=sent.pk)
+    waiting = deliver(store, order_id=2)
+    coupon = record_coupon_created(store)
+
+    def ids(params):
+        response = auth_client.get(LIST_URL, params)
+        assert response.status_code == 200, response.json()
+        return {d["id"] for d in response.json()["data"]}
+
+    assert ids({"status": "succeeded"}) == {str(sent.pk)}
+    assert ids({"status": "pending"}) == {str(waiting.pk), str(coupon.pk)}
+    assert ids({"event_type": "coupon.created"}) == {str(coupon.pk)}
+    assert ids({"event_id": waiting.event_id}) == {str(waiting.pk)}
+    assert ids({"status": "failed"}) == set()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"status": "done"},
+        {"event_type": "order.shipped"},
+        {"event_type": "x" * 121},
+        {"event_id": "not-an-event"},
+        {"event_id": "evt_" + "A" * 200},
+        {"limit": 101},
+        {"page": 0},
+    ],
+)
+def test_invalid_filters_are_422(auth_client, params):
+    response = auth_client.get(LIST_URL, params)
+
+    assert response.status_code == 422
+    assert response.json()["param"] == next(iter(params))
+
+
+def test_other_stores_deliveries_are_invisible(auth_client, other_store, receiver):
+    destination_for(other_store, receiver.url)
+    theirs = deliver(other_store)
+
+    assert auth_client.get(LIST_URL).json()["data"] == []
+    assert auth_client.get(f"{LIST_URL}/{theirs.pk}").status_code == 404
+    replay = auth_client.post(f"{LIST_URL}/{theirs.pk}/replay", {})
+    assert replay.status_code == 404
+    assert WebhookDelivery.objects.count() == 1
+
+
+@pytest.mark.parametrize("delivery_id", ["not-a-uuid", "123", str(uuid.uuid4())])
+def test_unknown_or_malformed_delivery_is_404(auth_client, delivery_id):
+    assert auth_client.get(f"{LIST_URL}/{delivery_id}").status_code == 404
+    assert auth_client.post(f"{LIST_URL}/{delivery_id}/replay", {}).status_code == 404
+
+
+def test_replay_creates_a_new_pending_delivery_of_the_same_event(
+    auth_client, store, receiver, destination
+):
+    # given a delivery that was sent
+    original = deliver(store)
+    delivery_send(delivery_id=original.pk)
+
+    # when
+    response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {})
+
+    # then
+    assert response.status_code == 201, response.json()
+    data = response.json()["data"]
+    assert data["id"] != str(original.pk)
+    assert data["event_id"] == original.event_id
+    assert data["status"] == "pending"
+    assert data["attempts"] == 0
+    assert data["response_status"] is None
+    assert data["destination_origin"] == receiver.url.removesuffix("/hooks")
+    # the business action is not repeated: still one event, now two deliveries of it
+    assert WebhookDelivery.objects.filter(event_id=original.event_id).count() == 2
+    assert delivery_send(delivery_id=data["id"]) == "succeeded"
+    assert [r.headers["webhook-id"] for r in receiver.received()] == [original.event_id] * 2
+
+
+def test_replay_without_a_body_is_accepted(auth_client, store, destination):
+    original = deliver(store)
+
+    response = auth_client.post(f"{LIST_URL}/{original.pk}/replay")
+
+    assert response.status_code == 201
+
+
+@pytest.mark.parametrize(
+    "body", [{"url": "https://evil.example.com"}, {"payload": {}}, {"query": "x"}]
+)
+def test_replay_body_must_be_an_empty_object(auth_client, store, destination, body):
+    original = deliver(store)
+
+    response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", body)
+
+    assert response.status_code == 422
+    assert response.json()["param"] == next(iter(body))
+    assert WebhookDelivery.objects.count() == 1
+
+
+def test_replay_body_must_be_an_object(auth_client, store, destination):
+    original = deliver(store)
+
+    response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", [], format="json")
+
+    assert response.status_code == 400
+
+
+def test_replay_to_a_disabled_destination_is_422(auth_client, store, destination):
+    original = deliver(store)
+    destination_enabled_set(destination=destination, enabled=False)
+
+    response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {})
+
+    assert response.status_code == 422
+    assert response.json()["param"] == "destination"
+
+
+def test_replay_without_a_destination_is_422(auth_client, store, destination):
+    original = deliver(store)
+    auth_client.delete("/api/v2/webhook-destination")
+
+    response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {})
+
+    assert response.status_code == 422
+    original.refresh_from_db()
+    assert original.status == "disabled"
+
+
+def test_replay_with_the_same_key_is_replayed_not_repeated(auth_client, store, destination):
+    original = deliver(store)
+    headers = {"HTTP_IDEMPOTENCY_KEY": "replay-key-1"}
+
+    first = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {}, **headers)
+    second = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {}, **headers)
+
+    assert first.status_code == second.status_code == 201
+    assert second.json() == first.json()
+    assert second["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first
+    assert WebhookDelivery.objects.count() == 2
+
+
+def test_replay_key_reused_for_a_different_request_is_409(auth_client, store, destination):
+    first_delivery, second_delivery = deliver(store, 1), deliver(store, 2)
+    headers = {"HTTP_IDEMPOTENCY_KEY": "replay-key-2"}
+    auth_client.post(f"{LIST_URL}/{first_delivery.pk}/replay", {}, **headers)
+
+    other_delivery = auth_client.post(f"{LIST_URL}/{second_delivery.pk}/replay", {}, **headers)
+    other_body = auth_client.post(f"{LIST_URL}/{first_delivery.pk}/replay", {"x": 1}, **headers)
+
+    assert other_delivery.status_code == 409
+    assert other_delivery.json()["param"] == "Idempotency-Key"
+    assert other_body.status_code == 409
+    assert WebhookDelivery.objects.count() == 3
+
+
+@pytest.mark.parametrize("key", ["short", "k" * 256])
+def test_replay_key_length_is_8_to_255(auth_client, store, destination, key):
+    original = deliver(store)
+
+    response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {}, HTTP_IDEMPOTENCY_KEY=key)
+
+    assert response.status_code == 422
+    assert response.json()["param"] == "Idempotency-Key"
+
+
+def test_replay_needs_webhook_write(client_for, user, store, destination):
+    from tests.factories import make_api_key
+
+    original = deliver(store)
+    client = client_for(make_api_key(user, abilities=["webhook:read"]))
+
+    assert client.get(f"{LIST_URL}/{original.pk}").status_code == 200
+    assert client.post(f"{LIST_URL}/{original.pk}/replay", {}).status_code == 403

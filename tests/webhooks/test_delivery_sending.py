@@ -1,0 +1,398 @@
+"""One attempt at a time, run in the test process against a real local receiver."""
+
+import json
+import socket
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from standardwebhooks import Webhook
+
+from events.serializers import event_resource
+from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.services import (
+    deliveries_sweep,
+    delivery_claim,
+    delivery_send,
+    destination_secret_rotate,
+)
+
+
+@pytest.fixture(autouse=True)
+def quick_schedule(settings):
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+
+
+def send_now(delivery):
+    return delivery_send(delivery_id=delivery.pk)
+
+
+def test_record_creates_a_pending_delivery_for_a_subscribed_type(store, receiver):
+    destination_for(store, receiver.url, event_types=["order.completed"])
+
+    event = record_order_completed(store)
+
+    delivery = WebhookDelivery.objects.get(event=event)
+    assert delivery.status == "pending"
+    assert delivery.attempts == 0
+    assert delivery.response_status is None
+    assert delivery.destination_origin == receiver.url.removesuffix("/hooks")
+    assert delivery.next_attempt_at is not None
+
+
+def test_no_delivery_for_unsubscribed_types_or_without_destination(store, other_store, receiver):
+    destination_for(store, receiver.url, event_types=["coupon.created"])
+
+    record_order_completed(store)
+    record_order_completed(other_store)
+
+    assert not WebhookDelivery.objects.exists()
+
+
+def test_disabled_destination_gets_a_disabled_delivery_that_is_never_sent(store, receiver):
+    destination_for(store, receiver.url, enabled=False)
+
+    event = record_order_completed(store)
+    delivery = WebhookDelivery.objects.get(event=event)
+    outcome = send_now(delivery)
+
+    assert outcome is None
+    delivery.refresh_from_db()
+    assert delivery.status == "disabled"
+    assert delivery.attempts == 0
+    assert receiver.received() == []
+
+
+def test_success_sends_a_signed_standard_webhook(store, receiver):
+    destination = destination_for(store, receiver.url)
+    event = record_order_completed(store)
+    delivery = WebhookDelivery.objects.get(event=event)
+
+    outcome = send_now(delivery)
+
+    assert outcome == "succeeded"
+    (request,) = receiver.received()
+    assert request.method == "POST"
+    assert request.headers["webhook-id"] == event.id
+    assert request.headers["User-Agent"] == "Storefront-Webhooks/1.0"
+    assert request.headers["Content-Type"] == "application/json"
+    # The receiver's verification, with the Standard Webhooks library.
+    payload = Webhook(destination.secret).verify(request.body, request.headers)
+    assert payload == json.loads(json.dumps(event_resource(event)))
+    assert payload["data"] == {"total_cents": 1250, "currency": "EUR"}
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 1, 200)
+    assert delivery.response_body == '{"ok": true}'
+    assert delivery.next_attempt_at is None
+    attempt = WebhookDeliveryAttempt.objects.get(delivery=delivery)
+    assert attempt.response_status == 200 and attempt.duration_ms is not None
+    assert attempt.finished_at is not None and attempt.error == ""
+
+
+def test_a_tampered_body_fails_verification(store, receiver):
+    from standardwebhooks.webhooks import WebhookVerificationError
+
+    destination = destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    send_now(delivery)
+    (request,) = receiver.received()
+
+    with pytest.raises(WebhookVerificationError):
+        Webhook(destination.secret).verify(request.body.replace(b"1250", b"9999"), request.headers)
+
+
+def test_after_rotation_both_secrets_verify(store, receiver):
+    old = destination_for(store, receiver.url).secret
+    new = destination_secret_rotate(store=store).secret
+    send_now(WebhookDelivery.objects.get(event=record_order_completed(store)))
+
+    (request,) = receiver.received()
+    assert len(request.headers["webhook-signature"].split(" ")) == 2
+    Webhook(old).verify(request.body, request.headers)
+    Webhook(new).verify(request.body, request.headers)
+
+
+def test_retry_then_success(store, receiver):
+    destination_for(store, receiver.url)
+    replies = iter([Reply(500, b"boom"), Reply(200, b"ok")])
+    receiver.respond = lambda request: next(replies)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    assert send_now(delivery) == "pending"
+    delivery.refresh_from_db()
+    assert (delivery.attempts, delivery.response_status, delivery.response_body) == (1, 500, "boom")
+    assert send_now(delivery) == "succeeded"
+
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 2, 200)
+    attempts = list(delivery.attempt_records.values_list("number", "response_status", "error"))
+    assert attempts == [(1, 500, "HTTP 500"), (2, 200, "")]
+    # The same event id each time, so receivers can deduplicate.
+    assert len({r.headers["webhook-id"] for r in receiver.received()}) == 1
+
+
+def test_retries_exhausted_is_failed(store, receiver):
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(503, b"down")
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    outcomes = [send_now(delivery) for _ in range(5)]
+
+    assert outcomes == ["pending", "pending", "pending", "failed", None]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("failed", 4, 503)
+    assert delivery.next_attempt_at is None
+    assert len(receiver.received()) == 4
+
+
+def test_retry_waits_follow_the_schedule(store, receiver, settings):
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300)
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(500)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    before = timezone.now()
+    send_now(delivery)
+    delivery.refresh_from_db()
+
+    wait = (delivery.next_attempt_at - before).total_seconds()
+    assert 4 <= wait <= 7
+    # Not due yet: a second message or sweep does nothing.
+    assert send_now(delivery) is None
+    assert len(receiver.received()) == 1
+
+
+def test_retry_after_is_honoured_when_longer(store, receiver, settings):
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300, 1800)
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(429, headers={"Retry-After": "120"})
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    before = timezone.now()
+    send_now(delivery)
+    delivery.refresh_from_db()
+
+    assert 118 <= (delivery.next_attempt_at - before).total_seconds() <= 122
+
+
+def test_network_error_is_retried(store, settings):
+    # a port nobody listens on
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    destination_for(store, f"http://127.0.0.1:{port}/hooks")
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    assert send_now(delivery) == "pending"
+
+    delivery.refresh_from_db()
+    assert delivery.response_status is None
+    assert "connection" in delivery.attempt_records.get().error
+
+
+def test_timeout_is_a_failed_attempt(store, receiver):
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(200, delay=2.5)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    assert send_now(delivery) == "pending"
+
+    delivery.refresh_from_db()
+    attempt = delivery.attempt_records.get()
+    assert delivery.response_status is None and delivery.status == "pending"
+    assert "timeout" in attempt.error.lower() or "timed out" in attempt.error.lower()
+    assert attempt.duration_ms < 2400
+
+
+def test_redirect_is_not_followed(store, receiver):
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(
+        302, headers={"Location": receiver.url.replace("/hooks", "/elsewhere")}
+    )
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    assert send_now(delivery) == "pending"
+
+    assert [r.path for r in receiver.received()] == ["/hooks"]
+    delivery.refresh_from_db()
+    assert delivery.response_status == 302
+
+
+def test_response_body_is_truncated_to_1_kib(store, receiver):
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(500, b"x" * 5000)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    send_now(delivery)
+
+    delivery.refresh_from_db()
+    assert delivery.response_body == "x" * 1024
+    assert delivery.attempt_records.get().response_body == "x" * 1024
+
+
+def test_410_gone_disables_the_destination(store, receiver):
+    destination = destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(410, b"gone")
+    first = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
+    second = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
+
+    assert send_now(first) == "failed"
+
+    destination.refresh_from_db()
+    assert destination.enabled is False and destination.disabled_reason == "gone"
+    second.refresh_from_db()
+    assert second.status == "disabled" and second.attempts == 0
+    assert WebhookDelivery.objects.get(event=record_order_completed(store, order_id=3)).status == (
+        "disabled"
+    )
+
+
+def test_failing_every_attempt_for_five_days_disables_the_destination(store, receiver):
+    destination = destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(500)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    send_now(delivery)
+    destination.refresh_from_db()
+    assert destination.enabled and destination.failing_since is not None
+    WebhookDestination.objects.filter(pk=destination.pk).update(
+        failing_since=timezone.now() - timedelta(days=5, minutes=1)
+    )
+    send_now(delivery)
+
+    destination.refresh_from_db()
+    assert destination.enabled is False and destination.disabled_reason == "failing"
+
+
+def test_a_success_resets_the_failing_clock(store, receiver):
+    destination = destination_for(store, receiver.url)
+    replies = iter([Reply(500), Reply(200)])
+    receiver.respond = lambda request: next(replies)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    send_now(delivery)
+    send_now(delivery)
+
+    destination.refresh_from_db()
+    assert destination.failing_since is None and destination.enabled
+
+
+def test_send_time_check_refuses_loopback_without_the_dev_flag(store, receiver, settings):
+    # given a destination saved while private destinations were allowed
+    destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
+
+    # when
+    outcome = send_now(delivery)
+
+    # then nothing reached the address
+    assert outcome == "pending"
+    assert receiver.received() == []
+    assert "loopback" in delivery.attempt_records.get().error
+
+
+def test_send_time_check_uses_the_address_connected_to(store, receiver, settings, monkeypatch):
+    """DNS rebinding: the name resolved to a public address at save time and to a private
+    one at send time; the connection is refused."""
+    real = socket.getaddrinfo
+    answer = {"address": "93.184.216.34"}
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host == "rebind.example.com":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answer["address"], port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
+    destination_for(store, "https://rebind.example.com/hooks")
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    answer["address"] = "10.20.30.40"
+
+    assert send_now(delivery) == "pending"
+
+    assert "10.20.30.40 is a private address" in delivery.attempt_records.get().error
+
+
+def test_send_time_check_refuses_metadata_even_with_the_dev_flag(store, monkeypatch):
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host == "meta.example.com":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("169.254.169.254", port))]
+        return real(host, port, *args, **kwargs)
+
+    destination_for(store, "http://meta.example.com/hooks")
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    send_now(delivery)
+
+    assert "metadata" in delivery.attempt_records.get().error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_claims_give_an_attempt_to_one_worker_only(store, receiver):
+    destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    barrier = threading.Barrier(8)
+    claims = []
+
+    def claim():
+        try:
+            barrier.wait()
+            claims.append(delivery_claim(delivery_id=delivery.pk))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=claim) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sum(claim is not None for claim in claims) == 1
+    delivery.refresh_from_db()
+    assert delivery.attempts == 1
+
+
+def test_an_expired_lease_can_be_taken_over_and_the_lost_attempt_is_recorded(store, receiver):
+    destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    assert delivery_claim(delivery_id=delivery.pk) is not None  # a worker that then dies
+    assert delivery_claim(delivery_id=delivery.pk) is None  # lease still held
+
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        lease_until=timezone.now() - timedelta(seconds=1)
+    )
+    assert send_now(delivery) == "succeeded"
+
+    delivery.refresh_from_db()
+    assert delivery.attempts == 2
+    first, second = delivery.attempt_records.all()
+    assert first.error.startswith("abandoned") and first.response_status is None
+    assert second.response_status == 200
+
+
+def test_sweeper_queues_due_deliveries_whose_message_may_be_lost(store, receiver, settings):
+    settings.WEBHOOKS_REQUEUE_AFTER_SECONDS = 60
+    destination_for(store, receiver.url)
+    fresh = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
+    lost = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
+    later = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=3))
+    long_ago = timezone.now() - timedelta(minutes=5)
+    WebhookDelivery.objects.filter(pk=lost.pk).update(enqueued_at=long_ago)
+    WebhookDelivery.objects.filter(pk=later.pk).update(
+        enqueued_at=None, next_attempt_at=timezone.now() + timedelta(minutes=5)
+    )
+
+    assert deliveries_sweep() == 1  # only `lost`: `fresh` was just queued, `later` is not due
+
+    lost.refresh_from_db()
+    fresh.refresh_from_db()
+    assert lost.enqueued_at > long_ago
+    assert deliveries_sweep() == 0

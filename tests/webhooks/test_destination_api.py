@@ -1,0 +1,204 @@
+import base64
+import socket
+
+import pytest
+
+from accounts.abilities import ROLE_STAFF
+from tests.factories import MembershipFactory, UserFactory, make_api_key
+from webhooks.models import WebhookDestination
+
+URL = "/api/v2/webhook-destination"
+PUBLIC_BODY = {"url": "https://hooks.example.com/in", "event_types": ["order.completed"]}
+
+
+@pytest.fixture
+def public_dns(monkeypatch):
+    """Resolves every name to a public address (the machine has no outside DNS)."""
+    real = socket.getaddrinfo
+    answers = {"hooks.example.com": "93.184.216.34", "internal.example.com": "10.1.2.3"}
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host in answers:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers[host], port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return answers
+
+
+@pytest.fixture
+def strict(settings, public_dns):
+    """Production rules: no private destinations."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
+
+
+def test_get_before_any_destination_is_404(auth_client):
+    response = auth_client.get(URL)
+
+    assert response.status_code == 404
+    assert response.json()["code"] == "resource_not_found"
+
+
+def test_put_creates_destination_and_shows_secret_once(auth_client, store, strict):
+    # when
+    created = auth_client.put(URL, PUBLIC_BODY)
+    fetched = auth_client.get(URL)
+
+    # then
+    assert created.status_code == 201
+    data = created.json()["data"]
+    assert data["url"] == PUBLIC_BODY["url"]
+    assert data["event_types"] == ["order.completed"]
+    assert data["enabled"] is True
+    assert data["disabled_reason"] is None
+    assert data["secret"].startswith("whsec_")
+    assert len(base64.b64decode(data["secret"].removeprefix("whsec_"))) >= 24
+    assert WebhookDestination.objects.get(store=store).secret == data["secret"]
+    assert fetched.status_code == 200
+    assert "secret" not in fetched.json()["data"]
+
+
+def test_put_again_replaces_without_showing_the_secret(auth_client, strict):
+    auth_client.put(URL, PUBLIC_BODY)
+
+    response = auth_client.put(
+        URL,
+        {
+            "url": "https://hooks.example.com/v2",
+            "event_types": ["coupon.created", "order.completed"],
+            "enabled": False,
+        },
+    )
+
+    assert response.status_code == 200
+    data = response.json()["data"]
+    assert "secret" not in data
+    assert data["url"] == "https://hooks.example.com/v2"
+    assert data["event_types"] == ["coupon.created", "order.completed"]
+    assert data["enabled"] is False
+    assert data["disabled_reason"] == "user"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"url": "https://hooks.example.com/in", "event_types": ["order.shipped"]}, "event_types"),
+        ({"url": "https://hooks.example.com/in", "event_types": []}, "event_types"),
+        ({"url": "https://hooks.example.com/in"}, "event_types"),
+        ({"event_types": ["order.completed"]}, "url"),
+        ({**PUBLIC_BODY, "secret_override": "x"}, "secret_override"),
+        ({**PUBLIC_BODY, "url": "not a url"}, "url"),
+        ({**PUBLIC_BODY, "url": "ftp://hooks.example.com/in"}, "url"),
+        ({**PUBLIC_BODY, "url": "https://user:pw@hooks.example.com/in"}, "url"),
+        ({**PUBLIC_BODY, "url": "https://hooks.example.com/" + "a" * 2100}, "url"),
+    ],
+)
+def test_put_refuses_invalid_bodies(auth_client, strict, body, field):
+    response = auth_client.put(URL, body)
+
+    assert response.status_code == 422, response.json()
+    assert response.json()["code"] == "validation_failed"
+    assert field in response.json()["errors"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://hooks.example.com/in",  # plain http
+        "https://10.0.0.7/in",  # private
+        "https://192.168.1.20/in",  # private
+        "https://127.0.0.1:8443/in",  # loopback
+        "https://[::1]/in",  # loopback v6
+        "https://localhost/in",  # a name resolving to loopback
+        "https://internal.example.com/in",  # a name resolving to a private address
+        "https://169.254.10.1/in",  # link-local
+        "https://169.254.169.254/latest/meta-data",  # metadata
+        "https://[fd00:ec2::254]/in",  # metadata v6
+        "https://[::ffff:10.0.0.1]/in",  # private, IPv4-mapped
+        "https://0.0.0.0/in",  # unspecified
+    ],
+)
+def test_put_refuses_ssrf_destinations_in_production(auth_client, strict, url):
+    response = auth_client.put(URL, {"url": url, "event_types": ["order.completed"]})
+
+    assert response.status_code == 422, response.json()
+    assert response.json()["param"] == "url"
+    assert not WebhookDestination.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9000/in", "http://10.0.0.7/in"])
+def test_private_and_http_destinations_are_allowed_by_the_dev_flag(auth_client, settings, url):
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
+
+    response = auth_client.put(URL, {"url": url, "event_types": ["order.completed"]})
+
+    assert response.status_code == 201
+
+
+@pytest.mark.parametrize(
+    "url", ["https://169.254.169.254/latest/meta-data", "https://[fd00:ec2::254]/"]
+)
+def test_metadata_addresses_are_refused_even_with_the_dev_flag(auth_client, settings, url):
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
+
+    response = auth_client.put(URL, {"url": url, "event_types": ["order.completed"]})
+
+    assert response.status_code == 422
+
+
+def test_rotate_secret_returns_a_new_secret(auth_client, store, strict):
+    first = auth_client.put(URL, PUBLIC_BODY).json()["data"]["secret"]
+
+    response = auth_client.post(f"{URL}/rotate-secret")
+
+    assert response.status_code == 200
+    rotated = response.json()["data"]["secret"]
+    assert rotated.startswith("whsec_") and rotated != first
+    destination = WebhookDestination.objects.get(store=store)
+    assert destination.secret == rotated
+    assert destination.previous_secret == first
+    assert "secret" not in auth_client.get(URL).json()["data"]
+
+
+def test_rotate_secret_without_destination_is_404(auth_client):
+    assert auth_client.post(f"{URL}/rotate-secret").status_code == 404
+
+
+def test_delete_removes_the_destination(auth_client, strict):
+    auth_client.put(URL, PUBLIC_BODY)
+
+    assert auth_client.delete(URL).status_code == 204
+    assert auth_client.get(URL).status_code == 404
+    assert auth_client.delete(URL).status_code == 404
+
+
+def test_destination_is_per_store(auth_client, other_store, strict):
+    WebhookDestination.objects.create(
+        store=other_store, url="https://other.example.com/", secret="whsec_x", event_types=[]
+    )
+
+    assert auth_client.get(URL).status_code == 404
+
+
+def test_staff_can_read_but_not_change(client_for, store, strict):
+    staff = UserFactory()
+    MembershipFactory(user=staff, store=store, role=ROLE_STAFF)
+    client = client_for(make_api_key(staff))
+
+    assert client.get(URL).status_code == 404
+    assert client.put(URL, PUBLIC_BODY).status_code == 403
+    assert client.post(f"{URL}/rotate-secret").status_code == 403
+
+
+def test_key_without_webhook_ability_is_forbidden(client_for, user, store):
+    client = client_for(make_api_key(user, abilities=["coupon"]))
+
+    assert client.get(URL).status_code == 403
+    assert client.get("/api/v2/webhook-deliveries").status_code == 403
+
+
+def test_webhook_read_ability_cannot_write(client_for, user, store):
+    client = client_for(make_api_key(user, abilities=["webhook:read"]))
+
+    assert client.get(URL).status_code == 404
+    assert client.put(URL, PUBLIC_BODY).status_code == 403
