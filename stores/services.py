@@ -52,10 +52,12 @@ RESERVED_SLUGS = frozenset(
 
 
 def store_slug_validate(slug: str) -> str:
-    slug = (slug or "").strip().lower()
-    if not 3 <= len(slug) <= 63:
+    raw = slug or ""
+    slug = raw.lower()
+    if not 3 <= len(raw) <= 63:
         raise ValidationFailed.field("slug", "must be 3 to 63 characters long")
-    if not SLUG_PATTERN.match(slug):
+    # isascii: str.lower() folds some non-ASCII letters (the Kelvin sign) into ASCII ones.
+    if not raw.isascii() or not SLUG_PATTERN.match(slug):
         raise ValidationFailed.field(
             "slug", "may contain only a-z, 0-9 and '-', and may not start or end with '-'"
         )
@@ -67,9 +69,13 @@ def store_slug_validate(slug: str) -> str:
 def store_create(*, user: User, name: str, slug: str) -> Store:
     """Creates a store owned by `user`; at most one new store per user per interval."""
     slug = store_slug_validate(slug)
-    name = (name or "").strip()
+    name = name or ""
     if not 1 <= len(name) <= 255:
         raise ValidationFailed.field("name", "must be 1 to 255 characters long")
+    if not name.strip():
+        raise ValidationFailed.field("name", "may not be blank")
+    if "\x00" in name:
+        raise ValidationFailed.field("name", "may not contain NUL characters")
     interval = timedelta(seconds=settings.STORE_CREATION_INTERVAL_SECONDS)
     with transaction.atomic(durable=True):
         # Serialises one user's creations, whatever credential they come through.

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,6 +11,7 @@ from config.api.schema import (
     PAGINATION_PARAMETERS,
     data_envelope,
     error_responses,
+    idempotency_key_parameter,
     paginated_envelope,
 )
 from stores.access import HasAbility
@@ -39,15 +40,7 @@ class StoreListCreateView(APIView):
     @extend_schema(
         operation_id="stores_create",
         request=StoreCreateInputSerializer,
-        parameters=[
-            OpenApiParameter(
-                "Idempotency-Key",
-                str,
-                OpenApiParameter.HEADER,
-                required=True,
-                description="1 to 255 characters; identifies one intended creation for 24 hours.",
-            )
-        ],
+        parameters=[idempotency_key_parameter(required=True, min_length=1)],
         responses={
             201: data_envelope("StoreCreatedResponse", StoreCreatedSerializer),
             **error_responses(403, 409, 415, 422),

@@ -8,6 +8,7 @@ executed, so a retry must be able to run). Same key + same request -> the stored
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -20,6 +21,9 @@ from config.api.errors import Conflict, ValidationFailed, api_exception_handler,
 from config.api.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
+# Printable ASCII, as HTTP header values travel reliably; the schema states the same pattern.
+KEY_PATTERN_SOURCE = r"^[\x20-\x7e]+$"
+KEY_PATTERN = re.compile(KEY_PATTERN_SOURCE)
 # A claim left in flight this long belongs to a request that died; it may be taken over.
 ABANDONED_AFTER = timedelta(minutes=5)
 
@@ -32,9 +36,9 @@ def idempotency_key_from(
         if required:
             raise ValidationFailed.field(HEADER, "is required")
         return None
-    if not (min_length <= len(key) <= max_length) or not key.isprintable():
+    if not (min_length <= len(key) <= max_length) or not KEY_PATTERN.fullmatch(key):
         raise ValidationFailed.field(
-            HEADER, f"must be {min_length} to {max_length} printable characters"
+            HEADER, f"must be {min_length} to {max_length} printable ASCII characters"
         )
     return key
 

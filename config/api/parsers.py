@@ -1,3 +1,5 @@
+import json
+
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -9,4 +11,9 @@ class JSONObjectParser(JSONParser):
         data = super().parse(stream, media_type, parser_context)
         if not isinstance(data, dict):
             raise ParseError("The JSON body must be an object.")
+        try:
+            # JSON may escape lone surrogates ("\ud800"), which no database column can store.
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ParseError("The JSON body contains invalid Unicode (a lone surrogate).") from None
         return data

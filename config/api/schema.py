@@ -99,3 +99,23 @@ def paginated_envelope(name: str, serializer):
             "meta": PaginationMetaSerializer(),
         },
     )
+
+
+def idempotency_key_parameter(*, required: bool, min_length: int, max_length: int = 255):
+    """The Idempotency-Key header as `config.api.idempotency.idempotency_key_from` checks it."""
+    from config.api.idempotency import KEY_PATTERN_SOURCE
+
+    return OpenApiParameter(
+        "Idempotency-Key",
+        {
+            "type": "string",
+            "minLength": min_length,
+            "maxLength": max_length,
+            "pattern": KEY_PATTERN_SOURCE,
+        },
+        OpenApiParameter.HEADER,
+        required=required,
+        description=f"{min_length} to {max_length} printable ASCII characters; reuse it only "
+        "to retry the identical request (24 hours). A replay answers the stored response "
+        "with `Idempotent-Replayed: true`.",
+    )

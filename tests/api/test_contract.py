@@ -1,0 +1,65 @@
+"""The contract run: schemathesis over the whole /api/schema/, in process (WSGI).
+
+Every operation of the schema (the other areas' endpoints included, as they land) is called
+with generated valid and invalid requests, authenticated with a seeded all-abilities API key
+and X-STORE; the run fails on any 5xx and on any response that the schema does not describe
+(status code, content type, headers, body), with schemathesis's default checks.
+"""
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+
+from accounts.abilities import ROLE_OWNER
+from tests.factories import MembershipFactory, UserFactory, make_api_key
+
+CONTRACT_STORE_SLUG = "contract-store"
+MAX_EXAMPLES = 25
+
+schema = schemathesis.openapi.from_wsgi(
+    "/api/schema/",
+    get_wsgi_application(),
+    config=schemathesis.Config.from_dict({"generation": {"max-examples": MAX_EXAMPLES}}),
+)
+# The secret of the key seeded for the running test (set by the `contract_key` fixture).
+_current_secret: dict[str, str] = {}
+
+
+@schema.auth(refresh_interval=None)
+class SeededApiKey:
+    """Authenticates generated requests; requests that test missing auth are left alone."""
+
+    def get(self, case, context):
+        # Outside a test (schemathesis probes at collection) there is no seeded key yet.
+        return _current_secret.get("secret", "sf_no-key-outside-a-test")
+
+    def set(self, case, data, context):
+        case.headers = case.headers or {}
+        case.headers["Authorization"] = f"Bearer {data}"
+        case.headers.setdefault("X-STORE", CONTRACT_STORE_SLUG)
+
+
+@pytest.fixture
+def contract_key(db, settings):
+    """A user owning the contract store, with an all-abilities key; budgets out of the way."""
+    settings.API_RATE_LIMIT_PER_MINUTE = 1_000_000
+    user = UserFactory()
+    MembershipFactory(user=user, store__slug=CONTRACT_STORE_SLUG, role=ROLE_OWNER)
+    _current_secret["secret"] = make_api_key(user)
+    # The WSGI app closes the connection when a request starts and finishes, which would end
+    # the test's transaction; Django's test client disconnects these handlers the same way.
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
+    _current_secret.clear()
+
+
+@schema.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_api_conforms_to_its_schema(case, contract_key):
+    case.call_and_validate()
