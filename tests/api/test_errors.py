@@ -177,3 +177,13 @@ def test_spec_statuses_and_types():
     }
     for code, (status, type_) in expected.items():
         assert (ERROR_CODES[code].status, ERROR_CODES[code].type) == (status, type_)
+
+
+def test_400_for_a_lone_surrogate_in_the_body(auth_client):
+    response = auth_client.post(
+        "/api/v2/stores",
+        '{"name": "\\ud800", "slug": "shoppe"}',
+        content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY="k",
+    )
+    assert_envelope(response, 400, "invalid_request_error", "bad_request", param="body")

@@ -286,3 +286,23 @@ def test_twenty_concurrent_requests_with_one_key_create_one_store():
     for response in responses:
         if response.status_code == 409:
             assert response.json()["param"] == "Idempotency-Key"
+
+
+@pytest.mark.parametrize("key", ["clé-1", "tab\tkey"])
+def test_idempotency_key_must_be_printable_ascii(key, auth_client):
+    response = create(auth_client, key=key)
+    assert response.status_code == 422
+    assert response.json()["param"] == "Idempotency-Key"
+
+
+@pytest.mark.parametrize("slug", [12345, True, None, ["abc"]])
+def test_slug_must_be_a_json_string(slug, auth_client):
+    response = create(auth_client, {"name": "Shop", "slug": slug})
+    assert response.status_code == 422
+    assert "slug" in response.json()["errors"]
+
+
+def test_unknown_body_fields_are_ignored(auth_client):
+    response = create(auth_client, {"name": "Shop", "slug": "shoppe", "visibility": "PRIVATE"})
+    assert response.status_code == 201
+    assert response.json()["data"]["visibility"] == "PUBLIC"
