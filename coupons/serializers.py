@@ -4,6 +4,7 @@ Request bodies are checked by coupons/validation.py (strict JSON types, merged s
 the input serializers below only describe them in the OpenAPI schema.
 """
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from coupons.models import MAX_INTEGER, Coupon
@@ -47,6 +48,27 @@ class CouponCreateInputSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(
         required=False, allow_null=True, help_text="ISO 8601 with a time zone, in the future."
     )
+
+
+class CouponPercentageCreateInputSerializer(CouponCreateInputSerializer):
+    type = serializers.ChoiceField(choices=[Coupon.TYPE_PERCENTAGE])
+    discount = serializers.IntegerField(min_value=1, max_value=100, help_text="A percentage.")
+
+
+class CouponAmountCreateInputSerializer(CouponCreateInputSerializer):
+    type = serializers.ChoiceField(choices=[Coupon.TYPE_AMOUNT])
+    discount = _integer(1, help_text="Whole dollars.")
+
+
+# The create body as the schema states it: the discount range depends on the type.
+CouponCreateRequest = PolymorphicProxySerializer(
+    component_name="CouponCreate",
+    serializers={
+        Coupon.TYPE_PERCENTAGE: CouponPercentageCreateInputSerializer,
+        Coupon.TYPE_AMOUNT: CouponAmountCreateInputSerializer,
+    },
+    resource_type_field_name="type",
+)
 
 
 class CouponUpdateInputSerializer(CouponCreateInputSerializer):

@@ -11,7 +11,7 @@ from config.api.schema import STORE_HEADER_PARAMETER, error_responses
 from coupons.filters import CouponListFilter
 from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list
 from coupons.serializers import (
-    CouponCreateInputSerializer,
+    CouponCreateRequest,
     CouponSerializer,
     CouponUpdateInputSerializer,
 )
@@ -55,7 +55,7 @@ class CouponListCreateView(GenericAPIView):
         operation_id="coupons_create",
         summary="Create a coupon",
         parameters=[STORE_HEADER_PARAMETER],
-        request=CouponCreateInputSerializer,
+        request=CouponCreateRequest,
         responses={201: CouponSerializer, **error_responses(403, 415, 422)},
     )
     def post(self, request):
