@@ -80,22 +80,30 @@ def middle_position(store_id: int) -> JournalPosition:
     return JournalPosition(txid=txid, event_id=event_id)
 
 
-def measure(client, store, label: str, params: dict, requests: int) -> dict:
-    for _ in range(20):  # warm-up
-        client.get("/api/v2/events", params, HTTP_X_STORE=store.slug)
-    samples = []
+def measure(client, cases: list[tuple[str, object, dict]], requests: int) -> list[dict]:
+    """Times every case in interleaved rounds, so load from other processes on the shared
+    machine spreads over all cases alike instead of biasing whichever ran during a spike."""
+    for _, store, params in cases:
+        for _ in range(20):  # warm-up
+            client.get("/api/v2/events", params, HTTP_X_STORE=store.slug)
+    samples: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+    items: dict[str, int] = {}
     for _ in range(requests):
-        started = time.perf_counter()
-        response = client.get("/api/v2/events", params, HTTP_X_STORE=store.slug)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, response.content
-    body = response.json()
-    return {
-        "label": label,
-        "p50": statistics.median(samples),
-        "p99": percentile(samples, 0.99),
-        "items": len(body["data"]),
-    }
+        for label, store, params in cases:
+            started = time.perf_counter()
+            response = client.get("/api/v2/events", params, HTTP_X_STORE=store.slug)
+            samples[label].append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, response.content
+            items[label] = len(response.json()["data"])
+    return [
+        {
+            "label": label,
+            "p50": statistics.median(samples[label]),
+            "p99": percentile(samples[label], 0.99),
+            "items": items[label],
+        }
+        for label, _, _ in cases
+    ]
 
 
 def explain(store_id: int, position: JournalPosition) -> str:
@@ -141,28 +149,31 @@ def main() -> None:
         (total_rows,) = cursor.fetchone()
     print(f"generated {total_rows} events in {time.perf_counter() - started:.1f}s")
 
-    results = []
+    cases = []
     for store, size in ((small, args.small), (large, args.large)):
-        middle = cursor_encode(store_id=store.pk, filters={}, position=middle_position(store.pk))
-        results.append(measure(client, store, f"{size} head", {"limit": 50}, args.requests))
-        results.append(
-            measure(client, store, f"{size} middle", {"limit": 50, "cursor": middle}, args.requests)
-        )
-        by_type = {"limit": 50, "type": "order.completed"}
-        mid_typed = cursor_encode(
-            store_id=store.pk,
-            filters={"type": "order.completed"},
-            position=middle_position(store.pk),
-        )
-        results.append(
-            measure(
-                client,
+        middle = middle_position(store.pk)
+        typed = {"type": "order.completed"}
+        cases += [
+            (f"{size} head", store, {"limit": 50}),
+            (
+                f"{size} middle",
                 store,
+                {
+                    "limit": 50,
+                    "cursor": cursor_encode(store_id=store.pk, filters={}, position=middle),
+                },
+            ),
+            (
                 f"{size} middle type=order.completed",
-                {**by_type, "cursor": mid_typed},
-                args.requests,
-            )
-        )
+                store,
+                {
+                    "limit": 50,
+                    **typed,
+                    "cursor": cursor_encode(store_id=store.pk, filters=typed, position=middle),
+                },
+            ),
+        ]
+    results = measure(client, cases, args.requests)
     print(f"\n{'journal / start':45} {'p50 ms':>8} {'p99 ms':>8} {'items':>6}")
     for r in results:
         print(f"{r['label']:45} {r['p50']:8.2f} {r['p99']:8.2f} {r['items']:6d}")
