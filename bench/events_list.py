@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
-from events.cursors import JournalPosition, cursor_encode  # noqa: E402
+from events.cursors import JournalCursor, JournalPosition, cursor_encode  # noqa: E402
 from events.services import events_prune  # noqa: E402
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key  # noqa: E402
 
@@ -160,7 +160,9 @@ def main() -> None:
                 store,
                 {
                     "limit": 50,
-                    "cursor": cursor_encode(store_id=store.pk, filters={}, position=middle),
+                    "cursor": cursor_encode(
+                        store_id=store.pk, filters={}, cursor=JournalCursor(middle, None)
+                    ),
                 },
             ),
             (
@@ -169,7 +171,9 @@ def main() -> None:
                 {
                     "limit": 50,
                     **typed,
-                    "cursor": cursor_encode(store_id=store.pk, filters=typed, position=middle),
+                    "cursor": cursor_encode(
+                        store_id=store.pk, filters=typed, cursor=JournalCursor(middle, None)
+                    ),
                 },
             ),
         ]

@@ -1,6 +1,11 @@
 """Journal cursors (DESIGN.md "Event journal"): HMAC-signed with Django signing, bound to
-the store and the exact filter set, carrying the position (txid, event id) of the last event
-a client has been served."""
+the store and the exact filter set.
+
+A cursor carries the position (txid, event id) of the last event served (none yet: the start)
+and the store's prune mark as it was when the cursor was issued, which is what tells a
+cursor that retention has since deleted events it had not reached (410) from one that merely
+started after older events were gone.
+"""
 
 import hashlib
 import json
@@ -12,18 +17,18 @@ from config.api.errors import BadRequest, Conflict
 
 CURSOR_SALT = "events.cursor.v1"
 CURSOR_MAX_LENGTH = 512
-# Where a poller starts: before every event of the store.
-START_POSITION = (0, "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class JournalPosition:
     txid: int
     event_id: str
 
-    @property
-    def is_start(self) -> bool:
-        return (self.txid, self.event_id) == START_POSITION
+
+@dataclass(frozen=True)
+class JournalCursor:
+    position: JournalPosition | None  # None: before every event of the store
+    prune_mark: JournalPosition | None  # the store's prune mark when issued
 
 
 def filters_fingerprint(filters: dict[str, str]) -> str:
@@ -32,18 +37,35 @@ def filters_fingerprint(filters: dict[str, str]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
 
-def cursor_encode(*, store_id: int, filters: dict[str, str], position: JournalPosition) -> str:
+def _pair(position: JournalPosition | None):
+    return None if position is None else [position.txid, position.event_id]
+
+
+def _position(value) -> JournalPosition | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and type(value[0]) is int
+        and isinstance(value[1], str)
+    ):
+        return JournalPosition(txid=value[0], event_id=value[1])
+    raise BadRequest("The cursor is malformed.", param="cursor")
+
+
+def cursor_encode(*, store_id: int, filters: dict[str, str], cursor: JournalCursor) -> str:
     payload = {
         "s": store_id,
         "f": filters_fingerprint(filters),
-        "t": position.txid,
-        "e": position.event_id,
+        "p": _pair(cursor.position),
+        "m": _pair(cursor.prune_mark),
     }
     return signing.dumps(payload, salt=CURSOR_SALT, compress=True)
 
 
-def cursor_decode(raw: str, *, store_id: int, filters: dict[str, str]) -> JournalPosition:
-    """The position of a cursor from this store and filter set.
+def cursor_decode(raw: str, *, store_id: int, filters: dict[str, str]) -> JournalCursor:
+    """The cursor, if it is ours and from this store and filter set.
 
     Malformed or tampered -> 400; signed by us but for another store or filter set -> 409.
     """
@@ -57,10 +79,11 @@ def cursor_decode(raw: str, *, store_id: int, filters: dict[str, str]) -> Journa
         isinstance(payload, dict)
         and type(payload.get("s")) is int
         and isinstance(payload.get("f"), str)
-        and type(payload.get("t")) is int
-        and isinstance(payload.get("e"), str)
     ):
         raise BadRequest("The cursor is malformed.", param="cursor")
+    cursor = JournalCursor(
+        position=_position(payload.get("p")), prune_mark=_position(payload.get("m"))
+    )
     if payload["s"] != store_id:
         raise Conflict("The cursor belongs to another store.", param="cursor")
     if payload["f"] != filters_fingerprint(filters):
@@ -69,4 +92,4 @@ def cursor_decode(raw: str, *, store_id: int, filters: dict[str, str]) -> Journa
             "or start without a cursor.",
             param="cursor",
         )
-    return JournalPosition(txid=payload["t"], event_id=payload["e"])
+    return cursor

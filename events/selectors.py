@@ -3,7 +3,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from config.api.errors import CursorExpired
-from events.cursors import START_POSITION, JournalPosition
+from events.cursors import JournalCursor, JournalPosition
 from events.models import Event, EventPruneMark
 from events.positions import TransactionHorizon, uses_transaction_horizon
 
@@ -11,21 +11,24 @@ from events.positions import TransactionHorizon, uses_transaction_horizon
 @dataclass(frozen=True)
 class JournalPage:
     events: list[Event]
-    position: JournalPosition  # after the last event served (or unchanged when none)
+    next_cursor: JournalCursor
     has_more: bool
 
 
 def journal_page(
-    *, store, filters: dict[str, str], position: JournalPosition | None, limit: int, fallback_url
+    *, store, filters: dict[str, str], cursor: JournalCursor | None, limit: int, fallback_url
 ) -> JournalPage:
-    """The next `limit` servable events after `position`, oldest first (keyset access).
+    """The next `limit` servable events after the cursor, oldest first (keyset access).
 
     Only events below the transaction horizon are served, so a later page can never hold an
     event that sorts before this one (events/positions.py). Raises CursorExpired (410) when
-    retention has deleted events after `position`.
+    retention deleted, after the cursor was issued, events the cursor had not reached.
     """
+    # Read before the page: every deletion it covers is already invisible to the page.
+    mark_before = prune_mark_of(store)
+    position = cursor.position if cursor else None
     events = Event.objects.filter(store=store, **filters)
-    if position is not None and not position.is_start:
+    if position is not None:
         events = events.filter(txid__gte=position.txid).exclude(
             txid=position.txid, id__lte=position.event_id
         )
@@ -33,22 +36,30 @@ def journal_page(
         # The horizon and the rows come from one statement, hence one snapshot.
         events = events.filter(txid__lt=TransactionHorizon())
     rows = list(events.order_by("txid", "id")[: limit + 1])
-    if position is not None:
-        # Checked after reading: a prune that committed meanwhile is seen here at the latest.
-        _refuse_if_pruned_past(store=store, position=position, fallback_url=fallback_url)
+    if cursor is not None:
+        # Read after the page: a prune that committed meanwhile is seen here at the latest.
+        _refuse_if_pruned_past(store=store, cursor=cursor, fallback_url=fallback_url)
     page = rows[:limit]
     if page:
         position = JournalPosition(txid=page[-1].txid, event_id=page[-1].id)
     return JournalPage(
         events=page,
-        position=position or JournalPosition(*START_POSITION),
+        next_cursor=JournalCursor(position=position, prune_mark=mark_before),
         has_more=len(rows) > limit,
     )
 
 
-def _refuse_if_pruned_past(*, store, position: JournalPosition, fallback_url: str) -> None:
-    mark = EventPruneMark.objects.filter(store=store).first()
-    if mark is None or (mark.txid, mark.event_id) <= (position.txid, position.event_id):
+def prune_mark_of(store) -> JournalPosition | None:
+    mark = EventPruneMark.objects.filter(store=store).values_list("txid", "event_id").first()
+    return JournalPosition(*mark) if mark else None
+
+
+def _refuse_if_pruned_past(*, store, cursor: JournalCursor, fallback_url: str) -> None:
+    """410 when retention deleted an event after the cursor's position since it was issued."""
+    mark_now = prune_mark_of(store)
+    if mark_now is None or mark_now == cursor.prune_mark:
+        return
+    if cursor.position is not None and mark_now <= cursor.position:
         return
     raise CursorExpired(
         f"The cursor points before the {settings.EVENTS_RETENTION_DAYS}-day retention window; "

@@ -94,17 +94,17 @@ def journal_response(request, filters: dict[str, str]) -> Response:
     """One page of the store's journal under `filters`, with the cursor to the next one."""
     limit = parse_int_param(request, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
     raw_cursor = request.query_params.get("cursor")
-    position = None
+    cursor = None
     if raw_cursor:
-        position = cursor_decode(raw_cursor, store_id=request.store.pk, filters=filters)
+        cursor = cursor_decode(raw_cursor, store_id=request.store.pk, filters=filters)
     page = journal_page(
         store=request.store,
         filters=filters,
-        position=position,
+        cursor=cursor,
         limit=limit,
         fallback_url=_restart_url(request),
     )
-    next_cursor = cursor_encode(store_id=request.store.pk, filters=filters, position=page.position)
+    next_cursor = cursor_encode(store_id=request.store.pk, filters=filters, cursor=page.next_cursor)
     return Response(
         {
             "data": [event_resource(event) for event in page.events],

@@ -134,3 +134,33 @@ def test_prune_deletes_the_webhook_deliveries_of_pruned_events(store):
     # then
     assert deleted == 300
     assert list(WebhookDelivery.objects.values_list("event_id", flat=True)) == [kept.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_poller_starting_after_a_prune_is_not_expired_by_it(auth_client, store):
+    # given a store whose whole history was pruned before the poller started
+    record_committed(store, subject=("coupon", "old"))
+    Event.objects.update(occurred_at=timezone.now() - timedelta(days=31))
+    assert events_prune() == 1
+    # when a new poller starts (empty page) and polls on with its cursor
+    empty = auth_client.get("/api/v2/events").json()
+    assert empty["data"] == []
+    again = auth_client.get("/api/v2/events", {"cursor": empty["meta"]["next_cursor"]})
+    # then
+    assert again.status_code == 200
+    new = record_committed(store, subject=("coupon", "new"))
+    after = auth_client.get("/api/v2/events", {"cursor": again.json()["meta"]["next_cursor"]})
+    assert [e["id"] for e in after.json()["data"]] == [new.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_start_cursor_expires_once_unseen_events_are_pruned(auth_client, store):
+    # given a poller that got an empty first page and then stopped polling
+    cursor = auth_client.get("/api/v2/events").json()["meta"]["next_cursor"]
+    record_committed(store)
+    Event.objects.update(occurred_at=timezone.now() - timedelta(days=31))
+    events_prune()
+    # when it comes back after retention deleted the event it never saw, then 410
+    response = auth_client.get("/api/v2/events", {"cursor": cursor})
+    assert response.status_code == 410
+    assert response.json()["fallback"]["url"] == f"{settings.BASE_URL}/api/v2/events"
