@@ -62,7 +62,9 @@ def oauth_error(request, error: str, description: str, status: int = 400):
     return response
 
 
-def _protect_page(response, *, nonce: str | None, form_target: str = ""):
+def _protect_page(
+    response, *, nonce: str | None, form_target: str = "", referrer_policy: str = "no-referrer"
+):
     """Anti-clickjacking and leak-free headers for pages the browser shows."""
     style = f"'nonce-{nonce}'" if nonce else "'none'"
     response["Content-Security-Policy"] = (
@@ -71,7 +73,7 @@ def _protect_page(response, *, nonce: str | None, form_target: str = ""):
         + "; frame-ancestors 'none'; base-uri 'none'"
     )
     response["X-Frame-Options"] = "DENY"
-    response["Referrer-Policy"] = "no-referrer"
+    response["Referrer-Policy"] = referrer_policy
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response
@@ -193,6 +195,11 @@ class CliAuthorizationView(AuthorizationView):
     def _csrf_failure(self, request, form) -> bool:
         """Django's own CSRF check (cookie, origin, referer), reading the token from `_token`."""
         request.META[settings.CSRF_HEADER_NAME] = form.get("_token", "")
+        if request.META.get("HTTP_ORIGIN") == "null":
+            # Under the page's `Referrer-Policy: no-referrer` browsers post an opaque Origin
+            # and no Referer. The token (and the session-bound auth_token) still decide.
+            del request.META["HTTP_ORIGIN"]
+            request.META["HTTP_REFERER"] = request.build_absolute_uri(request.path)
         return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
 
     def _answer(self, request, form, *, allow: bool):
@@ -282,4 +289,5 @@ class CliLoginView(LoginView):
 
     def render_to_response(self, context, **response_kwargs):
         response = super().render_to_response(context, **response_kwargs)
-        return _protect_page(response, nonce=context["csp_nonce"])
+        # same-origin, not no-referrer: the sign-in POST must carry a real Origin for CSRF.
+        return _protect_page(response, nonce=context["csp_nonce"], referrer_policy="same-origin")

@@ -31,3 +31,50 @@ def oauth_client(tokens):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {tokens['access_token']}")
     return client
+
+
+class _CallbackReceiver:
+    """What the CLI runs: an HTTP server on a random loopback port for the redirect."""
+
+    def __init__(self):
+        import queue
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, urlsplit
+
+        received = self.received = queue.Queue()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                parts = urlsplit(self.path)
+                received.put((parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()}))
+                body = b"<html><body>Storefront CLI: you can close this window.</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.redirect_uri = f"http://127.0.0.1:{self.server.server_port}/callback"
+
+    def wait(self, timeout: float = 10.0) -> dict:
+        """The next callback's query (a browser also asks this server for /favicon.ico)."""
+        while True:
+            path, query = self.received.get(timeout=timeout)
+            if path == "/callback":
+                return query
+
+
+@pytest.fixture
+def loopback_callback():
+    import threading
+
+    receiver = _CallbackReceiver()
+    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
+    thread.start()
+    yield receiver
+    receiver.server.shutdown()
+    receiver.server.server_close()

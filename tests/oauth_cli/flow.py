@@ -3,6 +3,7 @@
 import base64
 import hashlib
 import re
+from html import unescape
 import secrets
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -39,7 +40,7 @@ def authorize_url(params: dict) -> str:
 def form_fields(html: str) -> dict:
     """The hidden fields of the consent page's Approve form."""
     approve = html.split('id="approve"')[0]
-    return dict(re.findall(r'name="(\w+)" value="([^"]*)"', approve))
+    return {k: unescape(v) for k, v in re.findall(r'name="(\w+)" value="([^"]*)"', approve)}
 
 
 def query_of(location: str) -> dict:

@@ -374,3 +374,24 @@ def test_consent_form_fields_parse(signed_in):
     html = signed_in.get(authorize_url(authorize_params())).content.decode()
 
     assert form_fields(html)["client_id"] == settings.CLI_CLIENT_ID
+
+
+@pytest.mark.parametrize(
+    ("origin", "good_token", "status"),
+    [
+        ("null", True, 303),  # what browsers send under Referrer-Policy: no-referrer
+        ("null", False, 403),
+        ("https://evil.example", True, 403),
+        ("http://testserver", True, 303),
+    ],
+)
+def test_csrf_origin_rules(user, origin, good_token, status):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    fields = consent(client, authorize_params())
+    if not good_token:
+        fields["_token"] = "y" * 64
+
+    response = client.post("/oauth/authorize", fields, HTTP_ORIGIN=origin)
+
+    assert response.status_code == status

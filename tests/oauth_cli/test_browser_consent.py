@@ -1,0 +1,113 @@
+"""One end-to-end run in headless Chromium: sign in, consent page, approve; then refuse."""
+
+import os
+from urllib.parse import urlencode
+
+import pytest
+import requests
+
+from tests.oauth_cli.flow import pkce_pair
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def chromium_page():
+    # The sync Playwright API runs an event loop in this thread; Django's ORM is still sync.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def _authorize_url(live_server, settings, redirect_uri, state, challenge) -> str:
+    return f"{live_server.url}/oauth/authorize?" + urlencode(
+        {
+            "response_type": "code",
+            "client_id": settings.CLI_CLIENT_ID,
+            "redirect_uri": redirect_uri,
+            "scope": "admin",
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        }
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_browser_signs_in_approves_and_refuses(
+    live_server, settings, user, loopback_callback, chromium_page
+):
+    settings.BASE_URL = live_server.url
+    page = chromium_page
+    verifier, challenge = pkce_pair()
+
+    # sign in from the authorization request
+    page.goto(
+        _authorize_url(live_server, settings, loopback_callback.redirect_uri, "s1", challenge)
+    )
+    assert "/accounts/login/" in page.url
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", "password")
+    response_headers = {}
+    page.on(
+        "response",
+        lambda r: response_headers.update(r.headers) if "/oauth/authorize" in r.url else None,
+    )
+    page.click("#sign-in")
+
+    # the consent page, framing-proof
+    page.wait_for_selector("#approve")
+    assert "every store you can access now or later" in page.content()
+    assert response_headers.get("x-frame-options") == "DENY"
+    assert "frame-ancestors 'none'" in response_headers.get("content-security-policy", "")
+
+    # approve: the browser lands on the CLI's loopback server with the code
+    page.click("#approve")
+    approved = loopback_callback.wait()
+    assert approved["state"] == "s1"
+    token = requests.post(
+        f"{live_server.url}/oauth/token",
+        {
+            "grant_type": "authorization_code",
+            "client_id": settings.CLI_CLIENT_ID,
+            "code": approved["code"],
+            "redirect_uri": loopback_callback.redirect_uri,
+            "code_verifier": verifier,
+        },
+    )
+    assert token.status_code == 200
+    me = requests.get(
+        f"{live_server.url}/api/v2/me",
+        headers={"Authorization": f"Bearer {token.json()['access_token']}"},
+    )
+    assert me.json()["data"]["credential_type"] == "oauth"
+
+    # once more, and refuse
+    _, challenge = pkce_pair()
+    page.goto(
+        _authorize_url(live_server, settings, loopback_callback.redirect_uri, "s2", challenge)
+    )
+    page.click("#refuse")
+    refused = loopback_callback.wait()
+    assert refused["error"] == "access_denied"
+    assert refused["state"] == "s2"
+    assert "code" not in refused
