@@ -3,8 +3,8 @@
 import base64
 import hashlib
 import re
-from html import unescape
 import secrets
+from html import unescape
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.conf import settings
