@@ -105,3 +105,33 @@ def test_simulate_orders_applies_a_coupon_until_it_is_used_up(store):
 def test_simulate_orders_refuses_an_unknown_store():
     with pytest.raises(CommandError):
         call_command("simulate_orders", "--store", "missing", "--count", "1")
+
+
+def test_admin_add_places_the_order_through_the_service(admin_client, store):
+    coupon = CouponFactory(store=store, code="TENOFF", discount=10)
+    response = admin_client.post(
+        "/admin/orders/order/add/",
+        {"store": store.pk, "subtotal_cents": 5000, "currency": "USD", "coupon_code": "tenoff"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    order = Order.objects.get()
+    assert (order.status, order.discount_cents, order.total_cents) == ("pending", 1000, 4000)
+    coupon.refresh_from_db()
+    assert coupon.times_used == 1
+
+
+def test_admin_add_shows_a_refused_coupon_as_a_form_error(admin_client, store):
+    response = admin_client.post(
+        "/admin/orders/order/add/",
+        {"store": store.pk, "subtotal_cents": 5000, "currency": "USD", "coupon_code": "NOPE"},
+    )
+    assert response.status_code == 200
+    assert "is not a coupon of this store" in response.content.decode()
+    assert not Order.objects.exists()
+
+
+def test_admin_order_change_page_is_read_only(admin_client, store):
+    order = order_place(store=store, subtotal_cents=100)
+    page = admin_client.get(f"/admin/orders/order/{order.pk}/change/")
+    assert page.status_code == 200
+    assert 'name="total_cents"' not in page.content.decode()
