@@ -142,16 +142,22 @@ def destination_signing_secrets(destination: WebhookDestination) -> list[str]:
 
 
 def _enqueue(delivery_ids: list, *, countdown: float | None = None) -> None:
-    """Queues send tasks; a broker outage is logged, not raised: the sweeper catches up."""
+    """Queues send tasks; a broker outage is logged, not raised: the sweeper catches up.
+
+    Fails fast (one connection try, no publish retries): this runs after the commit of a
+    business request, which must not wait seconds for a broker that is down.
+    """
     from webhooks.tasks import delivery_send_task
 
-    for delivery_id in delivery_ids:
-        try:
-            delivery_send_task.apply_async(
-                args=[str(delivery_id)], countdown=countdown, retry=False
-            )
-        except Exception:
-            logger.warning("webhook delivery %s not queued; the sweeper will", delivery_id)
+    try:
+        with delivery_send_task.app.producer_or_acquire() as producer:
+            producer.connection.ensure_connection(max_retries=1, interval_start=0, timeout=1)
+            for delivery_id in delivery_ids:
+                delivery_send_task.apply_async(
+                    args=[str(delivery_id)], countdown=countdown, retry=False, producer=producer
+                )
+    except Exception:
+        logger.warning("%d webhook deliveries not queued; the sweeper will", len(delivery_ids))
 
 
 def _enqueue_on_commit(delivery: WebhookDelivery) -> None:

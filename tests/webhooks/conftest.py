@@ -6,6 +6,7 @@ embedded beat for the sweeper) run as a subprocess against the test database and
 with a compressed retry schedule and short leases.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -207,7 +208,26 @@ class CeleryWorker:
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
 
+    def supervise(self):
+        """Restarts the worker whenever it exits, as systemd's Restart=always would (a
+        celery 5.7 worker exits when Redis goes away while it holds unacked messages)."""
+        self.supervising = True
+
+        def loop():
+            while self.supervising:
+                if self.process.poll() is not None and self.supervising:
+                    # exited again at once (Redis still down): the next round retries
+                    with contextlib.suppress(AssertionError):
+                        self.start()
+                time.sleep(0.2)
+
+        self.supervisor = threading.Thread(target=loop, daemon=True)
+        self.supervisor.start()
+
     def stop(self):
+        self.supervising = False
+        if getattr(self, "supervisor", None) is not None:
+            self.supervisor.join(timeout=70)
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -216,12 +236,15 @@ class CeleryWorker:
                 self.kill()
 
 
-@pytest.fixture
-def celery_worker(tmp_path):
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One worker for a module's tests (fault tests kill and restart it)."""
     from config.celery import app
 
     app.control.purge()  # messages of earlier tests point at rows that no longer exist
-    worker = CeleryWorker(tmp_path)
-    worker.start()
+    worker = CeleryWorker(tmp_path_factory.mktemp("celery"))
+    with django_db_blocker.unblock():
+        worker.start()
+    worker.supervise()
     yield worker
     worker.stop()

@@ -1,0 +1,179 @@
+"""End to end through a real Celery worker process, the test Redis and the test database:
+events recorded and committed here are delivered by the worker to the local receiver."""
+
+import os
+import subprocess
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from django.conf import settings
+from standardwebhooks import Webhook
+
+from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
+from webhooks.models import WebhookDelivery
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+FINAL = ("succeeded", "failed", "disabled")
+
+
+def all_final(timeout: float):
+    def check():
+        statuses = list(WebhookDelivery.objects.values_list("status", flat=True))
+        return statuses and all(status in FINAL for status in statuses)
+
+    wait_until(check, timeout=timeout, message="every delivery in a final state")
+
+
+def first_attempt_fails(receiver):
+    """500 to the first request of each event, 200 afterwards."""
+    seen = set()
+
+    def respond(request):
+        event_id = request.headers["webhook-id"]
+        with receiver.lock:
+            first = event_id not in seen
+            seen.add(event_id)
+        return Reply(500, b"not yet") if first else Reply(200)
+
+    return respond
+
+
+def assert_at_least_once_and_no_false_success(receiver, events):
+    received = receiver.received()
+    assert {e.id for e in events} <= {r.headers["webhook-id"] for r in received}
+    answered_2xx = {
+        r.headers["webhook-id"]
+        for r in received
+        if r.answered_status is not None and 200 <= r.answered_status < 300
+    }
+    for delivery in WebhookDelivery.objects.all():
+        if delivery.status == "succeeded":
+            assert delivery.event_id in answered_2xx
+            assert 200 <= delivery.response_status < 300
+            assert delivery.attempt_records.filter(response_status__range=(200, 299)).exists()
+
+
+def test_worker_delivers_a_signed_event(celery_worker, store, receiver):
+    destination = destination_for(store, receiver.url)
+
+    event = record_order_completed(store)
+
+    request = wait_until(lambda: receiver.received(), timeout=20, message="delivery")[0]
+    assert Webhook(destination.secret).verify(request.body, request.headers)["id"] == event.id
+    all_final(timeout=10)
+    delivery = WebhookDelivery.objects.get(event=event)
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 1, 200)
+
+
+def test_worker_retries_then_succeeds(celery_worker, store, receiver):
+    destination_for(store, receiver.url)
+    receiver.respond = first_attempt_fails(receiver)
+
+    event = record_order_completed(store)
+
+    all_final(timeout=20)
+    delivery = WebhookDelivery.objects.get(event=event)
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 2, 200)
+    assert [r.answered_status for r in receiver.received()] == [500, 200]
+
+
+def test_worker_marks_failed_when_retries_are_exhausted(celery_worker, store, receiver):
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(500, b"always")
+
+    event = record_order_completed(store)
+
+    all_final(timeout=20)
+    delivery = WebhookDelivery.objects.get(event=event)
+    # WORKER_ENV: three retries after the first attempt
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("failed", 4, 500)
+    assert len(receiver.received()) == 4
+
+
+def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):
+    # given deliveries in flight: each answer takes a while, and first attempts fail
+    destination_for(store, receiver.url)
+    slow_then_ok = first_attempt_fails(receiver)
+
+    def respond(request):
+        reply = slow_then_ok(request)
+        reply.delay = 0.2
+        return reply
+
+    receiver.respond = respond
+    events = [record_order_completed(store, order_id=n) for n in range(1, 16)]
+    wait_until(lambda: len(receiver.received()) >= 3, timeout=20, message="sending started")
+
+    # when the whole worker is killed mid-flight (its supervisor starts a new one)
+    starts = celery_worker.starts
+    celery_worker.kill()
+    wait_until(lambda: celery_worker.starts > starts, timeout=20, message="worker restarted")
+
+    # then
+    all_final(timeout=60)
+    assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"succeeded"}
+    assert_at_least_once_and_no_false_success(receiver, events)
+
+
+def test_redis_outage_during_recording_delays_but_loses_nothing(celery_worker, store, receiver):
+    destination_for(store, receiver.url)
+    receiver.respond = first_attempt_fails(receiver)
+    redis_port = urlsplit(settings.REDIS_URL).port
+    workdir = os.environ["STOREFRONT_TEST_WORKDIR"]
+    before = [record_order_completed(store, order_id=n) for n in range(1, 4)]
+
+    # when Redis stops while events are recorded (their queue messages cannot be sent)
+    subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], check=False)
+    wait_until(
+        lambda: (
+            subprocess.run(
+                ["redis-cli", "-p", str(redis_port), "ping"], capture_output=True
+            ).returncode
+            != 0
+        ),
+        timeout=10,
+        message="redis stopped",
+    )
+    during = [record_order_completed(store, order_id=n) for n in range(4, 10)]
+    time.sleep(1.5)
+    # restarted with bin/with-test-services' command line (empty: queued messages are gone)
+    subprocess.run(
+        [
+            "redis-server",
+            "--port",
+            str(redis_port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            f"{workdir}/redis.pid",
+            "--logfile",
+            f"{workdir}/redis.log",
+            "--dir",
+            workdir,
+        ],
+        check=True,
+    )
+    wait_until(
+        lambda: (
+            subprocess.run(
+                ["redis-cli", "-p", str(redis_port), "ping"], capture_output=True
+            ).returncode
+            == 0
+        ),
+        timeout=10,
+        message="redis restarted",
+    )
+
+    # then the sweeper queues the deliveries again and all of them succeed
+    all_final(timeout=60)
+    assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"succeeded"}
+    assert WebhookDelivery.objects.count() == len(before) + len(during)
+    assert_at_least_once_and_no_false_success(receiver, before + during)
