@@ -4,6 +4,8 @@ Request bodies are checked by coupons/validation.py (strict JSON types, merged s
 the input serializers below only describe them in the OpenAPI schema.
 """
 
+from datetime import UTC, datetime
+
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
@@ -32,6 +34,31 @@ class CouponSerializer(serializers.ModelSerializer):
             "deleted_at",
         ]
         read_only_fields = fields
+
+    def to_representation(self, coupon: Coupon) -> dict:
+        # Hand-written for list speed (DRF's per-field machinery is ~10x slower); the declared
+        # fields above still define the schema, and tests compare the two.
+        return {
+            "id": coupon.id,
+            "code": coupon.code,
+            "type": coupon.type,
+            "discount": coupon.discount,
+            "limit": coupon.limit,
+            "store_wide": coupon.store_wide,
+            "minimum_amount": coupon.minimum_amount,
+            "expires_at": utc_timestamp(coupon.expires_at),
+            "created_at": utc_timestamp(coupon.created_at),
+            "updated_at": utc_timestamp(coupon.updated_at),
+            "store_id": coupon.store_id,
+            "deleted_at": utc_timestamp(coupon.deleted_at),
+        }
+
+
+def utc_timestamp(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with `Z`, as DRF's DateTimeField renders it."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _integer(minimum: int, **kwargs):

@@ -275,3 +275,20 @@ def test_expiry_in_the_past_by_a_moment_is_refused(auth_client):
     response = auth_client.post("/api/v1/coupons", {**VALID, "expires_at": moment_ago})
     assert response.status_code == 422
     assert response.json()["errors"]["expires_at"] == ["must be in the future"]
+
+
+def test_fast_representation_matches_the_declared_drf_fields(store):
+    from rest_framework import serializers
+
+    from coupons.serializers import CouponSerializer
+
+    full = CouponFactory(
+        store=store,
+        limit=3,
+        minimum_amount=0,
+        expires_at=datetime(2031, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+        deleted_at=timezone.now(),
+    )
+    for coupon in (full, CouponFactory(store=store)):
+        drf_rendered = serializers.ModelSerializer.to_representation(CouponSerializer(), coupon)
+        assert CouponSerializer(coupon).data == drf_rendered

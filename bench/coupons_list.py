@@ -1,0 +1,216 @@
+"""Coupon-list throughput against gunicorn with production settings, beside a trivial JSON view.
+
+Run against throwaway PostgreSQL and Redis (see docs/benchmarks/coupons.md):
+
+    bin/with-test-services .venv/bin/python bench/coupons_list.py
+
+Migrates the database, seeds one store with 1,000 coupons and an all-abilities API key, starts
+gunicorn on 127.0.0.1 (settings `bench.settings_bench` = production settings plus two reference
+views), and runs `wrk` (installed with apt-get when missing) against, in interleaved rounds:
+
+- `GET /bench/ping`: trivial JSON view, the stack's baseline;
+- `GET /bench/ping-auth`: the same through DRF with the coupon views' auth/throttle/permission;
+- `GET /api/v1/coupons?limit=15` and `?limit=100`.
+
+Load is bounded: fixed duration and connection count, loopback only. The per-credential rate
+limit is raised out of the way (API_RATE_LIMIT_PER_MINUTE); the Redis counter is still used.
+"""
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+TARGET_SHARE = 0.5  # the list at limit=15 should reach half the trivial view's throughput
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def bench_environment() -> dict[str, str]:
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        if not os.environ.get(name):
+            sys.exit(f"{name} is not set: run me under bin/with-test-services")
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="bench.settings_bench",
+        SECRET_KEY=secrets.token_urlsafe(38)[:50],
+        API_RATE_LIMIT_PER_MINUTE="1000000000",
+        LOG_LEVEL="WARNING",
+        PYTHONPATH=str(REPO),
+    )
+    return env
+
+
+SEED = """
+import django
+django.setup()
+from django.utils import timezone
+from coupons.models import Coupon
+from tests.factories import MembershipFactory, make_api_key
+membership = MembershipFactory(store__slug="bench-store")
+now = timezone.now()
+Coupon.objects.bulk_create(
+    Coupon(store=membership.store, code="BENCH%05d" % n, type=("AMOUNT", "PERCENTAGE")[n % 2],
+           discount=1 + n % 50, limit=(None, 100)[n % 2], store_wide=bool(n % 3),
+           minimum_amount=(None, 20)[n % 2], created_at=now, updated_at=now)
+    for n in range(COUNT)
+)
+print(make_api_key(membership.user))
+"""
+
+
+def seed(env: dict[str, str], coupons: int) -> str:
+    python = str(VENV_BIN / "python")
+    subprocess.run(
+        [python, "manage.py", "migrate", "--noinput", "-v", "0"], env=env, cwd=REPO, check=True
+    )
+    out = subprocess.run(
+        [python, "-c", SEED.replace("COUNT", str(coupons))],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def ensure_wrk() -> str:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=True)
+        wrk = shutil.which("wrk")
+    return wrk
+
+
+def wait_until_up(base: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/bench/ping", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("gunicorn did not come up")
+
+
+def get_json(base: str, path: str, key: str) -> dict:
+    request = urllib.request.Request(f"{base}{path}", headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def run_wrk(wrk: str, url: str, key: str, args) -> dict:
+    command = [
+        wrk,
+        f"-t{args.threads}",
+        f"-c{args.connections}",
+        f"-d{args.duration}s",
+        "--timeout",
+        "10s",
+        "--latency",
+        "-H",
+        f"Authorization: Bearer {key}",
+        url,
+    ]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    p50 = re.search(r"50%\s+([\d.]+\w+)", out).group(1)
+    p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
+    return {"rps": rps, "non_2xx": int(errors.group(1)) if errors else 0, "p50": p50, "p99": p99}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--coupons", type=int, default=1_000)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--connections", type=int, default=8, help="wrk connections")
+    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    args = parser.parse_args()
+
+    env = bench_environment()
+    key = seed(env, args.coupons)
+    wrk = ensure_wrk()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    targets = {
+        "trivial JSON view (/bench/ping)": "/bench/ping",
+        "DRF auth+throttle+store, no DB work (/bench/ping-auth)": "/bench/ping-auth",
+        "GET /api/v1/coupons?limit=15": "/api/v1/coupons?limit=15",
+        "GET /api/v1/coupons?limit=100": "/api/v1/coupons?limit=100",
+    }
+    gunicorn = subprocess.Popen(
+        [
+            str(VENV_BIN / "gunicorn"),
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=REPO,
+    )
+    try:
+        wait_until_up(base)
+        page15 = get_json(base, "/api/v1/coupons?limit=15", key)
+        page100 = get_json(base, "/api/v1/coupons?limit=100", key)
+        assert len(page15["data"]) == 15 and len(page100["data"]) == 100
+        assert page15["meta"]["total"] == args.coupons
+        for path in targets.values():  # warm every worker's connections and caches
+            run_wrk(wrk, f"{base}{path}", key, argparse.Namespace(**{**vars(args), "duration": 2}))
+        results: dict[str, list[dict]] = {label: [] for label in targets}
+        for _ in range(args.rounds):
+            for label, path in targets.items():
+                results[label].append(run_wrk(wrk, f"{base}{path}", key, args))
+    finally:
+        gunicorn.terminate()
+        gunicorn.wait(timeout=30)
+
+    print(
+        f"\n{args.coupons} coupons; gunicorn {args.workers} sync workers; wrk -t{args.threads} "
+        f"-c{args.connections} -d{args.duration}s x {args.rounds} interleaved rounds\n"
+    )
+    print("| endpoint | req/s (median of rounds) | rounds | p50 / p99 (last round) | non-2xx |")
+    print("|---|---|---|---|---|")
+    medians = {}
+    for label, runs in results.items():
+        medians[label] = statistics.median(r["rps"] for r in runs)
+        rounds = ", ".join(f"{r['rps']:.0f}" for r in runs)
+        last = runs[-1]
+        non_2xx = sum(r["non_2xx"] for r in runs)
+        print(
+            f"| {label} | {medians[label]:.0f} | {rounds} | {last['p50']} / {last['p99']} "
+            f"| {non_2xx} |"
+        )
+    trivial = medians["trivial JSON view (/bench/ping)"]
+    share15 = medians["GET /api/v1/coupons?limit=15"] / trivial
+    share100 = medians["GET /api/v1/coupons?limit=100"] / trivial
+    verdict = "met" if share15 >= TARGET_SHARE else "NOT met"
+    print(f"\nlimit=15 reaches {share15:.0%} of the trivial view (target 50%: {verdict}); ")
+    print(f"limit=100 reaches {share100:.0%}.")
+
+
+if __name__ == "__main__":
+    main()
