@@ -5,7 +5,7 @@ Run against throwaway PostgreSQL and Redis (see docs/benchmarks/coupons.md):
     bin/with-test-services .venv/bin/python bench/coupons_list.py
 
 Migrates the database, seeds one store with 1,000 coupons and an all-abilities API key, starts
-gunicorn on 127.0.0.1 (settings `bench.settings_bench` = production settings plus two reference
+gunicorn on 127.0.0.1 (settings `bench.coupons_settings` = production settings plus two reference
 views), and runs `wrk` (installed with apt-get when missing) against, in interleaved rounds:
 
 - `GET /bench/ping`: trivial JSON view, the stack's baseline;
@@ -47,7 +47,7 @@ def bench_environment() -> dict[str, str]:
             sys.exit(f"{name} is not set: run me under bin/with-test-services")
     env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE="bench.settings_bench",
+        DJANGO_SETTINGS_MODULE="bench.coupons_settings",
         SECRET_KEY=secrets.token_urlsafe(38)[:50],
         API_RATE_LIMIT_PER_MINUTE="1000000000",
         LOG_LEVEL="WARNING",

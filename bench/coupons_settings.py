@@ -2,4 +2,4 @@
 
 from config.settings.production import *  # noqa: F403
 
-ROOT_URLCONF = "bench.urls_bench"
+ROOT_URLCONF = "bench.coupons_urls"
