@@ -3,6 +3,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from events.models import Event, EventPruneMark
@@ -67,6 +68,8 @@ def events_prune(*, now=None, batch_size: int | None = None) -> int:
         with transaction.atomic():
             batch = list(
                 Event.objects.filter(occurred_at__lt=cutoff)
+                # Overlapping runs take different rows instead of waiting on each other.
+                .select_for_update(skip_locked=True)
                 .order_by("occurred_at")
                 .values_list("id", "store_id", "txid")[:batch_size]
             )
@@ -82,20 +85,24 @@ def events_prune(*, now=None, batch_size: int | None = None) -> int:
 
 
 def _prune_marks_raise(batch, now) -> None:
-    """Raises each store's prune mark to the highest (txid, id) deleted in this batch."""
+    """Raises each store's prune mark to the highest (txid, id) deleted in this batch.
+
+    A conditional UPDATE only ever moves a mark forward, so overlapping prune runs are safe.
+    """
     highest: dict[int, tuple[int, str]] = {}
     for event_id, store_id, txid in batch:
         position = (txid, event_id)
         if store_id not in highest or position > highest[store_id]:
             highest[store_id] = position
-    marks = EventPruneMark.objects.select_for_update().filter(store_id__in=highest)
-    existing = {mark.store_id: mark for mark in marks}
     for store_id, (txid, event_id) in highest.items():
-        mark = existing.get(store_id)
-        if mark is None:
-            EventPruneMark.objects.create(
-                store_id=store_id, txid=txid, event_id=event_id, updated_at=now
-            )
-        elif (txid, event_id) > (mark.txid, mark.event_id):
-            mark.txid, mark.event_id, mark.updated_at = txid, event_id, now
-            mark.save(update_fields=["txid", "event_id", "updated_at"])
+        behind = EventPruneMark.objects.filter(store_id=store_id).filter(
+            Q(txid__lt=txid) | Q(txid=txid, event_id__lt=event_id)
+        )
+        if behind.update(txid=txid, event_id=event_id, updated_at=now):
+            continue
+        # No mark yet, or one already at or past this position; get_or_create survives a race.
+        _, created = EventPruneMark.objects.get_or_create(
+            store_id=store_id, defaults={"txid": txid, "event_id": event_id, "updated_at": now}
+        )
+        if not created:
+            behind.update(txid=txid, event_id=event_id, updated_at=now)

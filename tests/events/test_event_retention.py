@@ -164,3 +164,41 @@ def test_an_idle_start_cursor_expires_once_unseen_events_are_pruned(auth_client,
     response = auth_client.get("/api/v2/events", {"cursor": cursor})
     assert response.status_code == 410
     assert response.json()["fallback"]["url"] == f"{settings.BASE_URL}/api/v2/events"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_overlapping_prune_runs_delete_each_event_once(store, other_store):
+    import threading
+
+    from django.db import connection
+
+    from events.models import EventPruneMark
+
+    # given
+    created = _old_events(store, 1_500) + _old_events(other_store, 1_500)
+    highest = {
+        store_id: max((e.txid, e.id) for e in created if e.store_id == store_id)
+        for store_id in (store.pk, other_store.pk)
+    }
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(events_prune(batch_size=200))
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    # when two prune runs overlap
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    # then
+    assert not errors, errors
+    assert sum(results) == 3_000
+    assert not Event.objects.exists()
+    marks = {m.store_id: (m.txid, m.event_id) for m in EventPruneMark.objects.all()}
+    assert marks == highest
