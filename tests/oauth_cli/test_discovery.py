@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.test import override_settings
 
 
@@ -42,3 +43,44 @@ def test_metadata_rate_limit_uses_the_business_envelope(client):
     assert response.json()["code"] == "rate_limit_exceeded"
     assert response.json()["type"] == "rate_limit_error"
     assert int(response["Retry-After"]) >= 1
+
+
+@override_settings(OAUTH_RATE_LIMIT_PER_MINUTE=1)
+def test_every_protocol_endpoint_is_rate_limited_per_ip(client):
+    requests = [
+        lambda: client.get("/oauth/authorize"),
+        lambda: client.post("/oauth/token", {"grant_type": "refresh_token"}),
+        lambda: client.post("/oauth/revoke", {"token": "x"}),
+    ]
+    for send in requests:
+        assert send().status_code != 429
+        limited = send()
+        assert limited.status_code == 429
+        assert limited.json()["code"] == "rate_limit_exceeded"
+        assert "Retry-After" in limited
+
+
+def test_server_error_on_the_token_endpoint_uses_the_envelope(monkeypatch, tokens):
+    from django.test import Client
+
+    from oauth_cli.validators import CliOAuth2Validator
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("database on fire")
+
+    monkeypatch.setattr(CliOAuth2Validator, "validate_refresh_token", boom)
+    client = Client(raise_request_exception=False)
+
+    response = client.post(
+        "/oauth/token",
+        {
+            "grant_type": "refresh_token",
+            "client_id": settings.CLI_CLIENT_ID,
+            "refresh_token": tokens["refresh_token"],
+        },
+    )
+
+    assert response.status_code == 500
+    assert response.json()["code"] == "api_error"
+    assert response.json()["type"] == "api_error"
+    assert "fire" not in response.content.decode()
