@@ -202,3 +202,16 @@ def test_overlapping_prune_runs_delete_each_event_once(store, other_store):
     assert not Event.objects.exists()
     marks = {m.store_id: (m.txid, m.event_id) for m in EventPruneMark.objects.all()}
     assert marks == highest
+
+
+@pytest.mark.django_db
+def test_prune_events_command_reports_what_it_deleted(store):
+    import io
+
+    from django.core.management import call_command
+
+    _old_events(store, 4)
+    out = io.StringIO()
+    call_command("prune_events", "--batch-size", "3", stdout=out)
+    assert "Deleted 4 events." in out.getvalue()
+    assert not Event.objects.exists()
