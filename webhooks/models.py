@@ -104,8 +104,8 @@ class WebhookDelivery(models.Model):
 
 
 class WebhookDeliveryAttempt(models.Model):
-    """One try of a delivery; `finished_at` stays null while it is in flight (or if the worker
-    died during it, in which case the next claimer records it as abandoned)."""
+    """One try of a delivery, saved with its outcome. A try whose worker died is recorded as
+    abandoned by the worker that takes the delivery over once the lease has run out."""
 
     delivery = models.ForeignKey(
         WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_records"

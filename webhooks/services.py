@@ -240,7 +240,7 @@ ABANDONED_ATTEMPT_ERROR = "abandoned: the worker stopped before an outcome (leas
 
 
 def delivery_claim(*, delivery_id) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | None:
-    """Leases a due pending delivery to this worker and opens its attempt; None if not due,
+    """Leases a due pending delivery to this worker and counts its attempt; None if not due,
     already final, or leased by another worker.
 
     One conditional UPDATE takes the lease: PostgreSQL re-checks the WHERE clause of a
@@ -248,48 +248,67 @@ def delivery_claim(*, delivery_id) -> tuple[WebhookDelivery, WebhookDeliveryAtte
     """
     now = timezone.now()
     token = uuid.uuid4()
-    with transaction.atomic():
-        claimed = (
-            WebhookDelivery.objects.filter(
-                pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
-            )
-            .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-            .update(
-                lease_until=now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
-                lease_token=token,
-                attempts=F("attempts") + 1,
-                updated_at=now,
-            )
+    # Autocommitted statements, no transaction: the UPDATE is the claim; what follows only
+    # reads or records, and a worker dying in between just lets the lease run out.
+    claimed = (
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
         )
-        if not claimed:
-            return None
-        delivery = WebhookDelivery.objects.select_related("event", "destination").get(
-            pk=delivery_id
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(
+            lease_until=now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
+            lease_token=token,
+            attempts=F("attempts") + 1,
+            updated_at=now,
         )
-        # An attempt still open belongs to a worker that died: its lease ran out.
-        WebhookDeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).update(
-            finished_at=now, error=ABANDONED_ATTEMPT_ERROR
+    )
+    if not claimed:
+        return None
+    delivery = WebhookDelivery.objects.select_related("event", "destination").get(pk=delivery_id)
+    if delivery.attempts > 1:
+        _abandoned_attempts_record(delivery=delivery, now=now)
+    destination = delivery.destination
+    if destination is None or not destination.enabled:
+        WebhookDelivery.objects.filter(pk=delivery.pk, lease_token=token).update(
+            status=WebhookDelivery.STATUS_DISABLED,
+            attempts=F("attempts") - 1,
+            lease_until=None,
+            lease_token=None,
+            next_attempt_at=None,
+            enqueued_at=None,
         )
-        destination = delivery.destination
-        if destination is None or not destination.enabled:
-            WebhookDelivery.objects.filter(pk=delivery.pk).update(
-                status=WebhookDelivery.STATUS_DISABLED,
-                attempts=F("attempts") - 1,
-                lease_until=None,
-                lease_token=None,
-                next_attempt_at=None,
-                enqueued_at=None,
-            )
-            return None
-        origin = url_origin(destination.url)
-        if origin != delivery.destination_origin:
-            # The destination's URL changed since the delivery was created: show where it goes.
-            delivery.destination_origin = origin
-            delivery.save(update_fields=["destination_origin"])
-        attempt = WebhookDeliveryAttempt.objects.create(
-            delivery=delivery, number=delivery.attempts, url=destination.url, started_at=now
-        )
+        return None
+    origin = url_origin(destination.url)
+    if origin != delivery.destination_origin:
+        # The destination's URL changed since the delivery was created: show where it goes.
+        delivery.destination_origin = origin
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(destination_origin=origin)
+    # Saved with its outcome, in the transaction that moves the delivery on.
+    attempt = WebhookDeliveryAttempt(
+        delivery=delivery, number=delivery.attempts, url=destination.url, started_at=now
+    )
     return delivery, attempt
+
+
+def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
+    """Attempts counted by a claim but never recorded belong to a worker that died (its lease
+    ran out): they are recorded as abandoned, so `attempts` always matches the attempt rows."""
+    recorded = set(delivery.attempt_records.values_list("number", flat=True))
+    WebhookDeliveryAttempt.objects.bulk_create(
+        [
+            WebhookDeliveryAttempt(
+                delivery=delivery,
+                number=number,
+                url=delivery.destination.url if delivery.destination else "",
+                started_at=now,
+                finished_at=now,
+                error=ABANDONED_ATTEMPT_ERROR,
+            )
+            for number in range(1, delivery.attempts)
+            if number not in recorded
+        ],
+        ignore_conflicts=True,
+    )
 
 
 def _retry_delay(*, attempts: int, result: SendResult) -> float | None:
@@ -320,14 +339,12 @@ def delivery_attempt_finish(
         status = WebhookDelivery.STATUS_FAILED if delay is None else WebhookDelivery.STATUS_PENDING
     next_attempt_at = now + timedelta(seconds=delay) if delay is not None else None
     queue_now = delay is not None and delay <= settings.WEBHOOKS_COUNTDOWN_MAX_SECONDS
+    attempt.finished_at = now
+    attempt.duration_ms = result.duration_ms
+    attempt.response_status = result.response_status
+    attempt.response_body = result.response_body
+    attempt.error = result.error[:500]
     with transaction.atomic():
-        WebhookDeliveryAttempt.objects.filter(pk=attempt.pk).update(
-            finished_at=now,
-            duration_ms=result.duration_ms,
-            response_status=result.response_status,
-            response_body=result.response_body,
-            error=result.error[:500],
-        )
         updated = WebhookDelivery.objects.filter(
             pk=delivery.pk, lease_token=delivery.lease_token
         ).update(
@@ -344,6 +361,7 @@ def delivery_attempt_finish(
             # The lease ran out and another worker took the delivery over: its outcome counts.
             logger.warning("webhook delivery %s: lease lost during attempt", delivery.pk)
             return WebhookDelivery.objects.get(pk=delivery.pk).status
+        attempt.save(force_insert=True)
         _destination_health_update(destination=destination, result=result, now=now)
         if status == WebhookDelivery.STATUS_PENDING and queue_now:
             transaction.on_commit(lambda: _enqueue([delivery.pk], countdown=delay), robust=True)
@@ -351,19 +369,23 @@ def delivery_attempt_finish(
 
 
 def _destination_health_update(*, destination, result: SendResult, now) -> None:
-    """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it."""
+    """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it.
+
+    `destination` is as read at claim time; the conditional UPDATEs keep it right when other
+    workers change it meanwhile, and are skipped when there is nothing to change.
+    """
     if result.succeeded:
-        WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=False).update(
-            failing_since=None
-        )
+        if destination.failing_since is not None:
+            WebhookDestination.objects.filter(pk=destination.pk).update(failing_since=None)
         return
-    WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
-        failing_since=now
-    )
+    if destination.failing_since is None:
+        WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
+            failing_since=now
+        )
     reason = ""
     if result.response_status == 410:
         reason = WebhookDestination.DISABLED_GONE
-    else:
+    elif destination.failing_since is not None:
         failing_since = (
             WebhookDestination.objects.filter(pk=destination.pk)
             .values_list("failing_since", flat=True)

@@ -137,7 +137,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v[12]",
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "CouponTypeEnum": "coupons.models.Coupon.TYPE_CHOICES",
+        "EventTypeEnum": "events.registry.EVENT_TYPES",
+        "WebhookDeliveryStatusEnum": "webhooks.models.WebhookDelivery.STATUSES",
+        "OrderStatusEnum": "orders.models.Order.STATUS_CHOICES",
+    },
 }
 
 # Per-credential request budget (DESIGN.md "Limits and rate limits").
@@ -173,6 +178,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
+# Celery's Django fixup closes every DB connection before and after each task unless this is
+# set (a new PostgreSQL connection per task); config/celery.py applies CONN_MAX_AGE instead.
+CELERY_DB_REUSE_MAX = 100_000
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 API_BEAT_SCHEDULE = {
     "idempotency-keys-prune": {

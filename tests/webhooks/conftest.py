@@ -55,6 +55,7 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else a 40 ms delayed-ACK stall per reply
 
             def log_message(self, *args):
                 pass

@@ -1,0 +1,194 @@
+"""Webhook delivery benchmark: deliveries/s with 1 and 2 worker processes, and end-to-end
+latency (event commit -> receiver) at a steady rate.
+
+Run (starts throwaway PostgreSQL and Redis):
+    bin/with-test-services .venv/bin/python bench/webhooks_throughput.py [--events 2000]
+
+The receiver is a separate process answering 200 at once (HTTP/1.1 keep-alive); it logs the
+arrival time of each `webhook-id`. Workers are real `celery -A config worker` processes.
+"""
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+
+def receiver_main(port_queue, log_path):
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else a 40 ms delayed-ACK stall per reply
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+            log.write(f"{self.headers['webhook-id']} {time.time()}\n")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    port_queue.put(server.server_address[1])
+    server.serve_forever()
+
+
+def arrivals(log_path) -> dict[str, float]:
+    seen = {}
+    for line in Path(log_path).read_text().splitlines():
+        event_id, at = line.split()
+        seen.setdefault(event_id, float(at))
+    return seen
+
+
+def start_worker(concurrency: int, log_dir: Path) -> subprocess.Popen:
+    log = open(log_dir / f"worker-{concurrency}-{time.time()}.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "celery"),
+            "-A",
+            "config",
+            "worker",
+            f"--concurrency={concurrency}",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel=WARNING",
+        ],
+        cwd=BASE_DIR,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return process
+
+
+def stop_worker(process: subprocess.Popen):
+    os.killpg(process.pid, 15)
+    process.wait(timeout=30)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=50.0, help="events/s for the latency run")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from config.celery import app
+    from events.services import record
+    from stores.models import Store
+    from webhooks.models import WebhookDelivery
+    from webhooks.services import destination_put
+
+    call_command("migrate", verbosity=0)
+    app.control.purge()
+    workdir = Path(tempfile.mkdtemp(prefix="webhooks-bench-"))
+    log_path = workdir / "arrivals.log"
+    port_queue = multiprocessing.Queue()
+    receiver = multiprocessing.Process(
+        target=receiver_main, args=(port_queue, log_path), daemon=True
+    )
+    receiver.start()
+    port = port_queue.get(timeout=10)
+
+    store = Store.objects.create(name="Bench", slug=f"bench-{int(time.time())}")
+    destination_put(
+        store=store, url=f"http://127.0.0.1:{port}/hooks", event_types=["order.completed"]
+    )
+
+    def record_one(n):
+        with transaction.atomic():
+            event = record(
+                store=store,
+                type="order.completed",
+                subject=("order", n),
+                data={"total_cents": 100 + n, "currency": "EUR"},
+            )
+        return event.id, time.time()
+
+    results = {}
+    order = 0
+    for concurrency in (1, 2):
+        # given N queued deliveries and no worker
+        ids = []
+        for _ in range(args.events):
+            order += 1
+            ids.append(record_one(order)[0])
+        # when a worker with `concurrency` processes drains them
+        worker = start_worker(concurrency, workdir)
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            done = WebhookDelivery.objects.filter(
+                event_id__in=ids, status=WebhookDelivery.STATUS_SUCCEEDED
+            ).count()
+            if done == len(ids):
+                break
+            time.sleep(0.2)
+        stop_worker(worker)
+        seen = arrivals(log_path)
+        times = sorted(seen[i] for i in ids if i in seen)
+        elapsed = times[-1] - times[0]
+        results[concurrency] = (len(times) - 1) / elapsed
+        print(
+            f"throughput, {concurrency} worker process(es): {len(times)} deliveries in "
+            f"{elapsed:.2f}s = {results[concurrency]:.0f}/s "
+            f"({results[concurrency] / concurrency:.0f}/s per process)",
+            flush=True,
+        )
+
+    # latency at a steady rate, 2 worker processes already running
+    worker = start_worker(2, workdir)
+    time.sleep(5)  # boot
+    committed = {}
+    interval = 1.0 / args.rate
+    started = time.time()
+    n = 0
+    while time.time() - started < args.seconds:
+        order += 1
+        event_id, at = record_one(order)
+        committed[event_id] = at
+        n += 1
+        sleep_for = started + n * interval - time.time()
+        if sleep_for > 0:
+            time.sleep(sleep_for)
+    time.sleep(3)
+    stop_worker(worker)
+    seen = arrivals(log_path)
+    latencies = sorted((seen[i] - at) * 1000 for i, at in committed.items() if i in seen)
+    missing = len(committed) - len(latencies)
+    p50 = statistics.median(latencies)
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    print(
+        f"latency at {args.rate:.0f} events/s for {args.seconds:.0f}s, 2 worker processes: "
+        f"{len(latencies)} deliveries, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+        f"max {latencies[-1]:.1f} ms, not arrived {missing}",
+        flush=True,
+    )
+    receiver.terminate()
+
+
+if __name__ == "__main__":
+    main()
