@@ -125,8 +125,7 @@ class CliAuthorizationView(AuthorizationView):
 
     def _authorize_error(self, request, error):
         if error.redirect_uri is None:
-            status = 400
-            return oauth_error(request, error.error, error.description, status)
+            return oauth_error(request, error.error, error.description, 400)
         query = QueryDict(mutable=True)
         query.update({"error": error.error, "error_description": error.description})
         if error.state is not None:
@@ -181,7 +180,10 @@ class CliAuthorizationView(AuthorizationView):
     def render_to_response(self, context, **response_kwargs):
         response = super().render_to_response(context, **response_kwargs)
         origin = context["redirect_uri"].removesuffix("/callback")
-        return _protect_page(response, nonce=context["csp_nonce"], form_target=origin)
+        # Chrome applies form-action to the redirect after the post, and drops IPv6 literals
+        # from source lists as invalid, so an [::1] callback can only be allowed as `http:`.
+        form_target = "http:" if origin.startswith("http://[") else origin
+        return _protect_page(response, nonce=context["csp_nonce"], form_target=form_target)
 
     def post(self, request, *args, **kwargs):
         allow = request.POST.get("_method", "").upper() != "DELETE"

@@ -36,8 +36,9 @@ def oauth_client(tokens):
 class _CallbackReceiver:
     """What the CLI runs: an HTTP server on a random loopback port for the redirect."""
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1"):
         import queue
+        import socket
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         from urllib.parse import parse_qs, urlsplit
 
@@ -57,8 +58,12 @@ class _CallbackReceiver:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.redirect_uri = f"http://127.0.0.1:{self.server.server_port}/callback"
+        class Server(ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        self.server = Server((host, 0), Handler)
+        authority = f"[{host}]" if ":" in host else host
+        self.redirect_uri = f"http://{authority}:{self.server.server_port}/callback"
 
     def wait(self, timeout: float = 10.0) -> dict:
         """The next callback's query (a browser also asks this server for /favicon.ico)."""
@@ -68,13 +73,22 @@ class _CallbackReceiver:
                 return query
 
 
-@pytest.fixture
-def loopback_callback():
+def _serve(host: str):
     import threading
 
-    receiver = _CallbackReceiver()
+    receiver = _CallbackReceiver(host)
     thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
     thread.start()
     yield receiver
     receiver.server.shutdown()
     receiver.server.server_close()
+
+
+@pytest.fixture
+def loopback_callback():
+    yield from _serve("127.0.0.1")
+
+
+@pytest.fixture
+def loopback_callback_ipv6():
+    yield from _serve("::1")

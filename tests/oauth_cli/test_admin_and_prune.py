@@ -59,7 +59,6 @@ def test_prune_task_is_scheduled_by_beat(settings):
 
     entry = settings.CELERY_BEAT_SCHEDULE["oauth-prune"]
     assert entry["task"] == "oauth_cli.prune" == oauth_prune_task.name
-    app.loader.import_default_modules()
     assert "oauth_cli.prune" in app.tasks
 
 
@@ -68,7 +67,7 @@ def test_prune_task_runs(tokens):
 
     TokenFamily.objects.update(expires_at=timezone.now() - timedelta(days=1))
 
-    oauth_prune_task.apply()
+    oauth_prune_task.run()  # the task body, in this test's transaction
 
     assert not TokenFamily.objects.exists()
 

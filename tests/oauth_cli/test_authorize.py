@@ -395,3 +395,19 @@ def test_csrf_origin_rules(user, origin, good_token, status):
     response = client.post("/oauth/authorize", fields, HTTP_ORIGIN=origin)
 
     assert response.status_code == status
+
+
+@pytest.mark.parametrize(
+    ("redirect_uri", "form_action"),
+    [
+        ("http://127.0.0.1:5000/callback", "form-action 'self' http://127.0.0.1:5000;"),
+        # Chrome ignores IPv6 literals in CSP source lists: the scheme is the narrowest source
+        ("http://[::1]:5000/callback", "form-action 'self' http:;"),
+    ],
+)
+def test_consent_form_may_only_post_here_and_redirect_to_the_callback(
+    signed_in, redirect_uri, form_action
+):
+    response = signed_in.get(authorize_url(authorize_params(redirect_uri=redirect_uri)))
+
+    assert form_action in response["Content-Security-Policy"]

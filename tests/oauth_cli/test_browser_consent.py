@@ -54,7 +54,7 @@ def _authorize_url(live_server, settings, redirect_uri, state, challenge) -> str
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_browser_signs_in_approves_and_refuses(
-    live_server, settings, user, loopback_callback, chromium_page
+    live_server, settings, user, loopback_callback, loopback_callback_ipv6, chromium_page
 ):
     settings.BASE_URL = live_server.url
     page = chromium_page
@@ -111,3 +111,11 @@ def test_browser_signs_in_approves_and_refuses(
     assert refused["error"] == "access_denied"
     assert refused["state"] == "s2"
     assert "code" not in refused
+
+    # an IPv6 loopback callback passes the consent page's CSP too
+    _, challenge = pkce_pair()
+    page.goto(
+        _authorize_url(live_server, settings, loopback_callback_ipv6.redirect_uri, "s3", challenge)
+    )
+    page.click("#approve")
+    assert loopback_callback_ipv6.wait()["state"] == "s3"
