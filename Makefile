@@ -7,8 +7,6 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 PORT ?= 8000
-export PORT
-export BASE_URL ?= http://127.0.0.1:$(PORT)
 
 .PHONY: run test lint test-deps install
 
@@ -24,6 +22,9 @@ $(DEV_STAMP): $(RUN_STAMP)
 
 install: $(DEV_STAMP)
 
+# The demo's public root follows PORT (seed_demo prints it, the OAuth issuer uses it).
+run: export PORT := $(PORT)
+run: export BASE_URL ?= http://127.0.0.1:$(PORT)
 run: $(RUN_STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py ensure_cli_client

@@ -1,4 +1,3 @@
-import os
 
 from config.settings.base import *  # noqa: F403
 from config.settings.base import DATABASES, REDIS_URL
@@ -12,7 +11,8 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql" or not REDI
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
-BASE_URL = os.environ.get("BASE_URL", "http://testserver")
+# Fixed, not from the environment: a BASE_URL exported for curl must not change test URLs.
+BASE_URL = "http://testserver"
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 # APIClient sends JSON unless a test says otherwise (the API accepts nothing else).
 REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405
