@@ -4,7 +4,6 @@ Each hook is small and names the rule it enforces; DOT's flow and models stay as
 """
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.models import get_grant_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
@@ -39,6 +38,8 @@ class CliOAuth2Validator(OAuth2Validator):
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         """RFC 6749 §4.1.2 / RFC 9700 §4.5: a code is single-use; on replay the authorization
         server SHOULD revoke the tokens issued from it, which we do."""
+        if "\x00" in code:  # PostgreSQL text cannot hold NUL: not a code we issued
+            return False
         grant = get_grant_model().objects.filter(code=code, application=client).first()
         if grant is not None and not grant.is_expired():
             # Later hooks read this copy: a concurrent exchange may delete the row meanwhile,
@@ -168,5 +169,4 @@ class CliOAuth2Validator(OAuth2Validator):
             get_refresh_token_model().objects.filter(**lookup).values_list("user_id", flat=True)
         ).first()
         if owner is not None:
-            with transaction.atomic():
-                installation_revoke_for_user(user_id=owner, application_id=application_pk)
+            installation_revoke_for_user(user_id=owner, application_id=application_pk)

@@ -411,3 +411,13 @@ def test_consent_form_may_only_post_here_and_redirect_to_the_callback(
     response = signed_in.get(authorize_url(authorize_params(redirect_uri=redirect_uri)))
 
     assert form_action in response["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize("field", ["state", "scope", "code_challenge", "redirect_uri", "client_id"])
+def test_nul_bytes_in_authorize_parameters_are_errors_not_500(signed_in, field):
+    params = authorize_params()
+    params[field] = params[field] + "\x00"
+
+    response = signed_in.get(authorize_url(params))
+
+    assert response.status_code in (200, 302, 400)

@@ -286,3 +286,27 @@ def test_malformed_token_requests_are_protocol_errors(client):
         response = client.post("/oauth/token", data)
         assert 400 <= response.status_code < 500
         assert "error" in response.json()
+
+
+@pytest.mark.parametrize("field", ["code", "code_verifier", "redirect_uri", "client_id"])
+def test_nul_bytes_are_protocol_errors_not_500(client, code_and_verifier, field):
+    code, verifier = code_and_verifier
+    data = {
+        "grant_type": "authorization_code",
+        "client_id": settings.CLI_CLIENT_ID,
+        "code": code,
+        "redirect_uri": "http://127.0.0.1:53682/callback",
+        "code_verifier": verifier,
+    }
+    data[field] += "\x00"
+
+    response = client.post("/oauth/token", data)
+
+    assert 400 <= response.status_code < 500
+    assert "error" in response.json()
+
+
+def test_nul_bytes_in_refresh_and_revoke_are_handled(client):
+    assert refresh(client, "abc\x00").json()["error"] == "invalid_grant"
+    revoke = client.post("/oauth/revoke", {"client_id": settings.CLI_CLIENT_ID, "token": "a\x00"})
+    assert revoke.status_code == 200
