@@ -2,7 +2,8 @@
 latency (event commit -> receiver) at a steady rate.
 
 Run (starts throwaway PostgreSQL and Redis):
-    bin/with-test-services .venv/bin/python bench/webhooks_throughput.py [--events 2000]
+    bin/with-test-services .venv/bin/python bench/webhooks_throughput.py \
+        [--events 2000] [--rate 50 --seconds 10] [--pool prefork|solo]
 
 The receiver is a separate process answering 200 at once (HTTP/1.1 keep-alive); it logs the
 arrival time of each `webhook-id`. Workers are real `celery -A config worker` processes.
@@ -58,30 +59,31 @@ def arrivals(log_path) -> dict[str, float]:
     return seen
 
 
-def start_worker(concurrency: int, log_dir: Path) -> subprocess.Popen:
-    log = open(log_dir / f"worker-{concurrency}-{time.time()}.log", "wb")  # noqa: SIM115
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "celery"),
-            "-A",
-            "config",
-            "worker",
-            f"--concurrency={concurrency}",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel=WARNING",
-        ],
-        cwd=BASE_DIR,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    return process
+def start_workers(processes: int, pool: str, log_dir: Path) -> list[subprocess.Popen]:
+    """`processes` processes that execute tasks: one prefork worker with that concurrency, or
+    that many solo workers (each executes tasks in its own main process)."""
+    celery = str(Path(sys.executable).parent / "celery")
+    common = ["-A", "config", "worker", "--without-gossip", "--without-mingle", "-l", "WARNING"]
+    if pool == "prefork":
+        commands = [[celery, *common, f"--concurrency={processes}"]]
+    else:
+        commands = [[celery, *common, "--pool=solo", "-n", f"solo{n}@%h"] for n in range(processes)]
+    workers = []
+    for command in commands:
+        log = open(log_dir / f"worker-{time.time()}.log", "wb")  # noqa: SIM115
+        workers.append(
+            subprocess.Popen(
+                command, cwd=BASE_DIR, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        )
+    return workers
 
 
-def stop_worker(process: subprocess.Popen):
-    os.killpg(process.pid, 15)
-    process.wait(timeout=30)
+def stop_workers(workers: list[subprocess.Popen]):
+    for process in workers:
+        os.killpg(process.pid, 15)
+    for process in workers:
+        process.wait(timeout=30)
 
 
 def main():
@@ -89,6 +91,7 @@ def main():
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=50.0, help="events/s for the latency run")
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--pool", choices=["prefork", "solo"], default="prefork")
     args = parser.parse_args()
 
     import django
@@ -138,29 +141,25 @@ def main():
             order += 1
             ids.append(record_one(order)[0])
         # when a worker with `concurrency` processes drains them
-        worker = start_worker(concurrency, workdir)
+        workers = start_workers(concurrency, args.pool, workdir)
         deadline = time.time() + 600
-        while time.time() < deadline:
-            done = WebhookDelivery.objects.filter(
-                event_id__in=ids, status=WebhookDelivery.STATUS_SUCCEEDED
-            ).count()
-            if done == len(ids):
-                break
-            time.sleep(0.2)
-        stop_worker(worker)
+        wanted = set(ids)
+        while time.time() < deadline and not wanted <= set(arrivals(log_path)):
+            time.sleep(0.5)  # reading the receiver's log, not the database the workers use
+        stop_workers(workers)
         seen = arrivals(log_path)
         times = sorted(seen[i] for i in ids if i in seen)
         elapsed = times[-1] - times[0]
         results[concurrency] = (len(times) - 1) / elapsed
         print(
-            f"throughput, {concurrency} worker process(es): {len(times)} deliveries in "
-            f"{elapsed:.2f}s = {results[concurrency]:.0f}/s "
+            f"throughput, {concurrency} worker process(es) ({args.pool}): {len(times)} "
+            f"deliveries in {elapsed:.2f}s = {results[concurrency]:.0f}/s "
             f"({results[concurrency] / concurrency:.0f}/s per process)",
             flush=True,
         )
 
     # latency at a steady rate, 2 worker processes already running
-    worker = start_worker(2, workdir)
+    workers = start_workers(2, args.pool, workdir)
     time.sleep(5)  # boot
     committed = {}
     interval = 1.0 / args.rate
@@ -175,14 +174,16 @@ def main():
         if sleep_for > 0:
             time.sleep(sleep_for)
     time.sleep(3)
-    stop_worker(worker)
+    stop_workers(workers)
+    succeeded = WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_SUCCEEDED).count()
+    print(f"deliveries succeeded in the database: {succeeded} of {order}", flush=True)
     seen = arrivals(log_path)
     latencies = sorted((seen[i] - at) * 1000 for i, at in committed.items() if i in seen)
     missing = len(committed) - len(latencies)
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
     print(
-        f"latency at {args.rate:.0f} events/s for {args.seconds:.0f}s, 2 worker processes: "
+        f"latency at {args.rate:.0f} events/s for {args.seconds:.0f}s, 2 processes ({args.pool}): "
         f"{len(latencies)} deliveries, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
         f"max {latencies[-1]:.1f} ms, not arrived {missing}",
         flush=True,

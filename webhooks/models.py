@@ -58,7 +58,10 @@ class WebhookDelivery(models.Model):
     ]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    store = models.ForeignKey("stores.Store", on_delete=models.CASCADE, related_name="+")
+    # Indexed by delivery_store_created_idx (store first), not on its own.
+    store = models.ForeignKey(
+        "stores.Store", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     event = models.ForeignKey(
         "events.Event", on_delete=models.CASCADE, related_name="webhook_deliveries"
     )
@@ -96,7 +99,6 @@ class WebhookDelivery(models.Model):
                 name="delivery_due_idx",
                 condition=models.Q(status="pending"),
             ),
-            models.Index(fields=["event"], name="delivery_event_idx"),
         ]
 
     def __str__(self):
