@@ -2,12 +2,15 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from config.api import ratelimit
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 
 
 @pytest.fixture(autouse=True)
 def _clear_cache():
-    """Rate-limit counters live in Redis; each test starts with fresh budgets."""
+    """Rate-limit counters live in Redis; each test starts with fresh budgets, and without the
+    limiter's pause left by a simulated Redis outage in an earlier test."""
+    ratelimit._cache_unavailable_until = 0.0
     cache.clear()
     yield
 

@@ -27,16 +27,30 @@ class RateLimitState:
         return self.remaining < 0
 
 
+# After a cache failure this process stops asking the cache for a while, so an outage costs
+# one connection timeout per pause instead of one per request (and one log line, not a flood).
+OUTAGE_PAUSE_SECONDS = 5.0
+_cache_unavailable_until = 0.0
+
+
 def rate_limit_consume(bucket: str, limit: int) -> RateLimitState | None:
     """Counts one request against `bucket`; None when the cache is unavailable (fail open)."""
+    global _cache_unavailable_until
     now = time.time()
+    if now < _cache_unavailable_until:
+        return None
     window = int(now // WINDOW_SECONDS)
     reset_seconds = WINDOW_SECONDS - int(now % WINDOW_SECONDS)
     key = f"ratelimit:{bucket}:{window}"
     try:
         count = 1 if cache.add(key, 1, timeout=WINDOW_SECONDS + 5) else cache.incr(key)
     except Exception:
-        logger.warning("rate limiter unavailable, serving without a limit", exc_info=True)
+        _cache_unavailable_until = time.time() + OUTAGE_PAUSE_SECONDS
+        logger.warning(
+            "rate limiter unavailable, serving without a limit for %.0f s",
+            OUTAGE_PAUSE_SECONDS,
+            exc_info=True,
+        )
         return None
     return RateLimitState(limit=limit, remaining=limit - count, reset_seconds=reset_seconds)
 

@@ -5,6 +5,7 @@ import socket
 import pytest
 from django.test import override_settings
 
+from config.api import ratelimit
 from tests.factories import make_api_key
 
 pytestmark = pytest.mark.django_db
@@ -56,12 +57,38 @@ def test_budgets_are_per_credential(user, auth_client, client_for, settings):
     assert client_for(make_api_key(user)).get("/api/v2/me").status_code == 200
 
 
-def test_requests_are_served_when_redis_is_down(auth_client, settings):
+@pytest.fixture
+def limiter_outage_reset():
+    """The limiter pauses after an outage (per process); no test after this one inherits it."""
+    yield
+    ratelimit._cache_unavailable_until = 0.0
+
+
+def test_requests_are_served_when_redis_is_down(auth_client, settings, limiter_outage_reset):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
     with override_settings(CACHES=dead_redis_caches()):
         responses = [auth_client.get("/api/v2/me") for _ in range(3)]
     assert [r.status_code for r in responses] == [200, 200, 200]
     assert "X-RateLimit-Limit" not in responses[0]
+
+
+def test_an_outage_is_logged_once_per_pause(auth_client, caplog, limiter_outage_reset):
+    with override_settings(CACHES=dead_redis_caches()):
+        for _ in range(5):
+            assert auth_client.get("/api/v2/me").status_code == 200
+    warnings = [r for r in caplog.records if "rate limiter unavailable" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_limiting_resumes_after_the_pause(auth_client, settings, limiter_outage_reset):
+    # given: an outage was noticed, and its pause has passed
+    with override_settings(CACHES=dead_redis_caches()):
+        auth_client.get("/api/v2/me")
+    ratelimit._cache_unavailable_until = 0.0
+    settings.API_RATE_LIMIT_PER_MINUTE = 1
+    # when / then: Redis is back
+    assert auth_client.get("/api/v2/me")["X-RateLimit-Limit"] == "1"
+    assert auth_client.get("/api/v2/me").status_code == 429
 
 
 def test_healthz_reports_database_and_cache(api_client):
