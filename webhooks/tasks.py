@@ -4,7 +4,8 @@ import logging
 
 from celery import shared_task
 
-from webhooks.services import deliveries_sweep, delivery_send
+from webhooks.attempts import delivery_send
+from webhooks.services import deliveries_sweep
 
 logger = logging.getLogger(__name__)
 

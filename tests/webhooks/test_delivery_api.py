@@ -5,8 +5,9 @@ from django.db import transaction
 
 from events.services import record
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery
-from webhooks.services import delivery_send, destination_enabled_set
+from webhooks.services import destination_enabled_set
 
 LIST_URL = "/api/v2/webhook-deliveries"
 

@@ -3,6 +3,7 @@
 import json
 import socket
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -12,13 +13,9 @@ from standardwebhooks import Webhook
 
 from events.serializers import event_resource
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from webhooks.attempts import delivery_claim, delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
-from webhooks.services import (
-    deliveries_sweep,
-    delivery_claim,
-    delivery_send,
-    destination_secret_rotate,
-)
+from webhooks.services import deliveries_sweep, destination_secret_rotate
 
 
 @pytest.fixture(autouse=True)
@@ -396,3 +393,23 @@ def test_sweeper_queues_due_deliveries_whose_message_may_be_lost(store, receiver
     fresh.refresh_from_db()
     assert lost.enqueued_at > long_ago
     assert deliveries_sweep() == 0
+
+
+def test_an_outcome_is_not_recorded_by_a_worker_that_lost_its_lease(store, receiver):
+    from webhooks.attempts import delivery_attempt_finish
+    from webhooks.sender import SendResult
+
+    destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    claimed, attempt = delivery_claim(delivery_id=delivery.pk)
+    # another worker took the delivery over after the lease ran out
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(lease_token=uuid.uuid4())
+
+    status = delivery_attempt_finish(
+        delivery=claimed, attempt=attempt, result=SendResult(200, "ok", "", 5)
+    )
+
+    assert status == "pending"
+    delivery.refresh_from_db()
+    assert delivery.status == "pending" and delivery.response_status is None
+    assert not delivery.attempt_records.exists()
