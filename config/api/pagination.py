@@ -23,7 +23,7 @@ def parse_int_param(
 ) -> int:
     """Reads an integer query parameter or raises 422 naming it."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
     bounds = f"between {minimum} and {maximum}" if maximum else f"at least {minimum}"
     message = f"must be an integer {bounds}"

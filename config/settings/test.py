@@ -1,4 +1,3 @@
-
 from config.settings.base import *  # noqa: F403
 from config.settings.base import DATABASES, REDIS_URL
 

@@ -109,6 +109,8 @@ def test_empty_list_has_one_page(user, client_for):
         ({"page": 0}, "page"),
         ({"page": "two"}, "page"),
         ({"page": -1}, "page"),
+        ({"page": ""}, "page"),
+        ({"limit": ""}, "limit"),
     ],
 )
 def test_invalid_limit_or_page_is_422_naming_it(params, param, auth_client):
