@@ -187,3 +187,8 @@ def test_400_for_a_lone_surrogate_in_the_body(auth_client):
         HTTP_IDEMPOTENCY_KEY="k",
     )
     assert_envelope(response, 400, "invalid_request_error", "bad_request", param="body")
+
+
+def test_406_when_json_is_not_acceptable(auth_client):
+    response = auth_client.get("/api/v2/me", HTTP_ACCEPT="text/html")
+    assert_envelope(response, 406, "invalid_request_error", "not_acceptable")
