@@ -192,3 +192,11 @@ def test_400_for_a_lone_surrogate_in_the_body(auth_client):
 def test_406_when_json_is_not_acceptable(auth_client):
     response = auth_client.get("/api/v2/me", HTTP_ACCEPT="text/html")
     assert_envelope(response, 406, "invalid_request_error", "not_acceptable")
+
+
+def test_400_for_a_deeply_nested_body(auth_client):
+    body = '{"name": ' + "[" * 100_000 + "]" * 100_000 + ', "slug": "shoppe"}'
+    response = auth_client.post(
+        "/api/v2/stores", body, content_type="application/json", HTTP_IDEMPOTENCY_KEY="k"
+    )
+    assert_envelope(response, 400, "invalid_request_error", "bad_request", param="body")
