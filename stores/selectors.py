@@ -23,7 +23,14 @@ def membership_for(*, credential: Credential, store_id: int) -> Membership | Non
     )
 
 
+def _could_be_a_slug(value: str) -> bool:
+    # Cheap shape check first: a NUL byte in a header would otherwise reach PostgreSQL (500).
+    return 0 < len(value) <= 63 and value.isascii() and value.replace("-", "").isalnum()
+
+
 def membership_for_slug(*, credential: Credential, slug: str) -> Membership | None:
+    if not _could_be_a_slug(slug):
+        return None
     membership = (
         Membership.objects.select_related("store")
         .filter(user_id=credential.user_id, store__slug=slug.lower())

@@ -163,3 +163,8 @@ def test_account_operations_do_not_need_x_store_with_oauth(oauth_resolver, user,
     client = client_for(f"oauthtest-{user.pk}")
     assert client.get("/api/v2/me").json()["data"]["credential_type"] == "oauth"
     assert client.get("/api/v2/stores").status_code == 200
+
+
+@pytest.mark.parametrize("slug", ["bad\x00slug", "x" * 64, "sköp", "a b", "../etc"])
+def test_impossible_slugs_answer_like_unknown_ones(slug, auth_client):
+    assert_store_forbidden(auth_client.get(AREA_URL, HTTP_X_STORE=slug))
