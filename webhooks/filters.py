@@ -6,6 +6,8 @@ from django.core.validators import RegexValidator
 from events.registry import EVENT_TYPES
 from webhooks.models import WebhookDelivery
 
+EVENT_ID_PATTERN = r"^evt_[0-9A-HJKMNP-TV-Z]{26}$"
+
 
 class WebhookDeliveryFilter(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(
@@ -18,9 +20,7 @@ class WebhookDeliveryFilter(django_filters.FilterSet):
     event_id = django_filters.CharFilter(
         max_length=30,
         validators=[
-            RegexValidator(
-                r"^evt_[0-9A-HJKMNP-TV-Z]{26}$", "must be an event id (evt_ and 26 characters)"
-            )
+            RegexValidator(EVENT_ID_PATTERN, "must be an event id (evt_ and 26 characters)")
         ],
         help_text="Only deliveries of this event (evt_...).",
     )

@@ -1,7 +1,12 @@
 from rest_framework import serializers
 
+from config.api.fields import StrictCharField
 from events.registry import EVENT_TYPES
+from webhooks.addresses import MAX_URL_LENGTH
 from webhooks.models import WebhookDelivery, WebhookDestination
+
+# Duplicates are accepted (and merged); a longer list is refused.
+MAX_EVENT_TYPES = 50
 
 
 class WebhookDestinationSerializer(serializers.ModelSerializer):
@@ -23,27 +28,26 @@ class WebhookDestinationWithSecretSerializer(WebhookDestinationSerializer):
         fields = [*WebhookDestinationSerializer.Meta.fields, "secret"]
 
 
-# What a GET answers with: a PUT body may repeat these read-only fields; they are ignored.
-READ_ONLY_DESTINATION_FIELDS = frozenset({"disabled_reason", "created_at", "updated_at", "secret"})
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true/false only (DRF's would take "yes", 1, "true"; the schema says boolean)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
 
 
 class WebhookDestinationInputSerializer(serializers.Serializer):
-    url = serializers.CharField(
-        max_length=2048,
-        trim_whitespace=True,
-        help_text="https URL receiving the deliveries (private, loopback, link-local and "
-        "metadata addresses are refused unless the deployment allows private destinations).",
-    )
+    """PUT body; its OpenAPI schema is views.DESTINATION_PUT_SCHEMA (same rules)."""
+
+    url = StrictCharField(max_length=MAX_URL_LENGTH, trim_whitespace=False)
     event_types = serializers.ListField(
-        child=serializers.CharField(max_length=120),
-        allow_empty=False,
-        max_length=len(EVENT_TYPES),
-        help_text="Event types to deliver; see GET /api/v2/webhook-event-types.",
+        child=StrictCharField(max_length=120), allow_empty=False, max_length=MAX_EVENT_TYPES
     )
-    enabled = serializers.BooleanField(required=False, default=True)
+    enabled = StrictBooleanField(required=False, default=True)
 
     def validate(self, attrs):
-        unknown = set(self.initial_data) - set(self.fields) - READ_ONLY_DESTINATION_FIELDS
+        unknown = set(self.initial_data) - set(self.fields)
         if unknown:
             raise serializers.ValidationError(
                 {name: ["is not a property of a webhook destination"] for name in sorted(unknown)}
@@ -80,7 +84,3 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
         ]
-
-
-class ReplayInputSerializer(serializers.Serializer):
-    """A JSON object that accepts no properties (spec: send an empty object)."""

@@ -1,6 +1,9 @@
 """Webhook endpoints (v2): the destination, event types, delivery history and replay."""
 
+import re
+
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView
@@ -11,8 +14,10 @@ from config.api.errors import ValidationFailed
 from config.api.idempotency import idempotency_key_from, idempotent_response
 from config.api.pagination import LaravelPagination
 from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_responses
+from events.registry import EVENT_TYPES
 from stores.access import StorePermission
-from webhooks.filters import WebhookDeliveryFilter
+from webhooks.addresses import URL_PATTERN
+from webhooks.filters import EVENT_ID_PATTERN, WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
     deliveries_of_store,
@@ -21,7 +26,7 @@ from webhooks.selectors import (
     event_types_list,
 )
 from webhooks.serializers import (
-    ReplayInputSerializer,
+    MAX_EVENT_TYPES,
     WebhookDeliverySerializer,
     WebhookDestinationInputSerializer,
     WebhookDestinationSerializer,
@@ -30,6 +35,40 @@ from webhooks.serializers import (
 )
 from webhooks.services import delivery_replay, destination_delete, destination_put
 from webhooks.services import destination_secret_rotate as secret_rotate
+
+# Request and parameter schemas that state every rule a schema can state (the contract run
+# checks that schema-valid requests are accepted).
+DESTINATION_PUT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url", "event_types"],
+    "properties": {
+        "url": {
+            "type": "string",
+            "maxLength": 2048,
+            "pattern": URL_PATTERN,
+            "description": "https URL receiving the deliveries. Private, loopback, link-local "
+            "and cloud metadata addresses (also as what a name resolves to) are refused with "
+            "422 unless the deployment allows private destinations (development).",
+        },
+        "event_types": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_EVENT_TYPES,
+            "items": {"type": "string", "enum": sorted(EVENT_TYPES)},
+            "description": "Event types to deliver; see GET /api/v2/webhook-event-types.",
+        },
+        "enabled": {"type": "boolean", "default": True},
+    },
+}
+IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[ -~]{8,255}$")
+EMPTY_OBJECT_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {}}
+EVENT_ID_PARAMETER = OpenApiParameter(
+    "event_id",
+    {"type": "string", "pattern": EVENT_ID_PATTERN},
+    OpenApiParameter.QUERY,
+    description="Only deliveries of this event (evt_ and 26 characters).",
+)
 
 DELIVERY_PARAMETER = OpenApiParameter(
     "delivery_id",
@@ -44,7 +83,17 @@ class WebhookAreaView(APIView):
     permission_area = "webhook"
 
 
+class RequiredRawBodySchema(AutoSchema):
+    """drf-spectacular marks a raw (dict) request schema optional; PUT's body is required."""
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        return schema, required or isinstance(serializer, dict)
+
+
 class WebhookDestinationView(WebhookAreaView):
+    schema = RequiredRawBodySchema()
+
     @extend_schema(
         operation_id="webhook_destination_retrieve",
         parameters=[STORE_HEADER_PARAMETER],
@@ -62,7 +111,7 @@ class WebhookDestinationView(WebhookAreaView):
         description="Creates (201, with the signing `secret`, shown only now) or replaces "
         "(200, without the secret) the store's one webhook destination.",
         parameters=[STORE_HEADER_PARAMETER],
-        request=WebhookDestinationInputSerializer,
+        request={"application/json": DESTINATION_PUT_SCHEMA},
         responses={
             200: data_envelope("WebhookDestinationUpdatedResponse", WebhookDestinationSerializer),
             201: data_envelope(
@@ -130,6 +179,13 @@ class WebhookDeliveryListView(ListAPIView):
     filter_backends = [DjangoFilterBackend]
     filterset_class = WebhookDeliveryFilter
 
+    def filter_queryset(self, queryset):
+        # django-filter treats `?status=` as no filter; the schema says it is not a value.
+        for name in WebhookDeliveryFilter.Meta.fields:
+            if self.request.query_params.get(name, None) == "":
+                raise ValidationFailed.field(name, "must not be empty")
+        return super().filter_queryset(queryset)
+
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request store
             return WebhookDelivery.objects.none()
@@ -138,7 +194,7 @@ class WebhookDeliveryListView(ListAPIView):
     @extend_schema(
         operation_id="webhook_deliveries_list",
         description="The store's webhook deliveries, newest first.",
-        parameters=[STORE_HEADER_PARAMETER],
+        parameters=[STORE_HEADER_PARAMETER, EVENT_ID_PARAMETER],
         responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
     )
     def get(self, request, *args, **kwargs):
@@ -170,14 +226,14 @@ class WebhookDeliveryReplayView(WebhookAreaView):
             DELIVERY_PARAMETER,
             OpenApiParameter(
                 "Idempotency-Key",
-                str,
+                {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN.pattern},
                 OpenApiParameter.HEADER,
                 required=False,
                 description="8 to 255 characters; a repeat of the same request answers the "
                 "stored response with `Idempotent-Replayed: true`.",
             ),
         ],
-        request=ReplayInputSerializer,
+        request={"application/json": EMPTY_OBJECT_SCHEMA},
         responses={
             201: data_envelope("WebhookDeliveryReplayResponse", WebhookDeliverySerializer),
             **error_responses(403, 404, 409, 415, 422),
@@ -185,6 +241,10 @@ class WebhookDeliveryReplayView(WebhookAreaView):
     )
     def post(self, request, delivery_id: str):
         key = idempotency_key_from(request, required=False, min_length=8)
+        if key is not None and not IDEMPOTENCY_KEY_PATTERN.match(key):
+            raise ValidationFailed.field(
+                "Idempotency-Key", "must be 8 to 255 printable ASCII characters"
+            )
 
         def replay():
             if request.data:
