@@ -108,6 +108,8 @@ def test_list_filters(auth_client, store, receiver, destination):
         {"event_type": "x" * 121},
         {"event_id": "not-an-event"},
         {"event_id": "evt_" + "A" * 200},
+        {"status": ""},
+        {"event_id": ""},
         {"limit": 101},
         {"page": 0},
     ],

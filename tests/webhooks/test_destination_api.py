@@ -91,6 +91,11 @@ def test_put_again_replaces_without_showing_the_secret(auth_client, strict):
         ({**PUBLIC_BODY, "url": "ftp://hooks.example.com/in"}, "url"),
         ({**PUBLIC_BODY, "url": "https://user:pw@hooks.example.com/in"}, "url"),
         ({**PUBLIC_BODY, "url": "https://hooks.example.com/" + "a" * 2100}, "url"),
+        ({**PUBLIC_BODY, "url": 123}, "url"),
+        ({**PUBLIC_BODY, "enabled": "yes"}, "enabled"),
+        ({**PUBLIC_BODY, "event_types": [1]}, "event_types"),
+        ({**PUBLIC_BODY, "url": "https://hooks.example.com/\u00e9"}, "url"),
+        ({**PUBLIC_BODY, "url": "https://[2001:db8::1]/in"}, "url"),
     ],
 )
 def test_put_refuses_invalid_bodies(auth_client, strict, body, field):
