@@ -138,7 +138,7 @@ def destination_signing_secrets(destination: WebhookDestination) -> list[str]:
 # --- deliveries: creation and queueing ------------------------------------------------------
 
 
-def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) -> None:
+def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) -> bool:
     """Queues send tasks; a broker outage is logged, not raised: the sweeper catches up.
 
     Fails fast (one connection try, no publish retries): this runs after the commit of a
@@ -155,6 +155,8 @@ def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) ->
                 )
     except Exception:
         logger.warning("%d webhook deliveries not queued; the sweeper will", len(delivery_ids))
+        return False
+    return True
 
 
 def _enqueue_on_commit(delivery: WebhookDelivery) -> None:
@@ -211,7 +213,11 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
 
 
 def deliveries_sweep(*, now=None) -> int:
-    """Queues every due pending delivery whose last message may be lost; returns the count."""
+    """Queues every due pending delivery whose last message may be lost; returns the count.
+
+    Batches of WEBHOOKS_SWEEP_BATCH_SIZE, at most WEBHOOKS_SWEEP_MAX_BATCHES per run, so a
+    long broker outage is caught up within a few runs without one run holding on for long.
+    """
     now = now or timezone.now()
     requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
     due = (
@@ -221,11 +227,15 @@ def deliveries_sweep(*, now=None) -> int:
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before))
         .order_by("next_attempt_at")
-        .values_list("id", flat=True)[: settings.WEBHOOKS_SWEEP_BATCH_SIZE]
+        .values_list("id", flat=True)
     )
-    ids = list(due)
-    if not ids:
-        return 0
-    WebhookDelivery.objects.filter(pk__in=ids).update(enqueued_at=now)
-    deliveries_enqueue(ids)
-    return len(ids)
+    queued = 0
+    for _ in range(settings.WEBHOOKS_SWEEP_MAX_BATCHES):
+        ids = list(due[: settings.WEBHOOKS_SWEEP_BATCH_SIZE])
+        if not ids or not deliveries_enqueue(ids):
+            break
+        WebhookDelivery.objects.filter(pk__in=ids).update(enqueued_at=now)
+        queued += len(ids)
+        if len(ids) < settings.WEBHOOKS_SWEEP_BATCH_SIZE:
+            break
+    return queued

@@ -31,6 +31,7 @@ WEBHOOKS_LEASE_SECONDS = _seconds("WEBHOOKS_LEASE_SECONDS", 60)
 WEBHOOKS_SWEEP_INTERVAL_SECONDS = _seconds("WEBHOOKS_SWEEP_INTERVAL_SECONDS", 10)
 WEBHOOKS_REQUEUE_AFTER_SECONDS = _seconds("WEBHOOKS_REQUEUE_AFTER_SECONDS", 60)
 WEBHOOKS_SWEEP_BATCH_SIZE = int(os.environ.get("WEBHOOKS_SWEEP_BATCH_SIZE", "500"))
+WEBHOOKS_SWEEP_MAX_BATCHES = int(os.environ.get("WEBHOOKS_SWEEP_MAX_BATCHES", "20"))
 # Retries due sooner than this are queued with a countdown; later ones are left to the
 # sweeper (long broker ETAs are redelivered by Redis' visibility timeout anyway).
 WEBHOOKS_COUNTDOWN_MAX_SECONDS = _seconds("WEBHOOKS_COUNTDOWN_MAX_SECONDS", 60)

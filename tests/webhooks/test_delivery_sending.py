@@ -413,3 +413,16 @@ def test_an_outcome_is_not_recorded_by_a_worker_that_lost_its_lease(store, recei
     delivery.refresh_from_db()
     assert delivery.status == "pending" and delivery.response_status is None
     assert not delivery.attempt_records.exists()
+
+
+def test_sweeper_catches_up_in_batches(store, receiver, settings):
+    settings.WEBHOOKS_SWEEP_BATCH_SIZE = 2
+    settings.WEBHOOKS_SWEEP_MAX_BATCHES = 2
+    destination_for(store, receiver.url)
+    for n in range(5):
+        record_order_completed(store, order_id=n)
+    WebhookDelivery.objects.update(enqueued_at=None)
+
+    assert deliveries_sweep() == 4  # two batches of two in one run
+    assert deliveries_sweep() == 1
+    assert deliveries_sweep() == 0
