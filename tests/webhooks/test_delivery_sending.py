@@ -426,3 +426,25 @@ def test_sweeper_catches_up_in_batches(store, receiver, settings):
     assert deliveries_sweep() == 4  # two batches of two in one run
     assert deliveries_sweep() == 1
     assert deliveries_sweep() == 0
+
+
+def test_delivery_is_queued_on_commit_and_not_at_all_on_rollback(
+    store, receiver, django_capture_on_commit_callbacks
+):
+    from django.db import transaction
+
+    from events.services import record
+
+    destination_for(store, receiver.url)
+
+    # a business transaction that fails after recording its event
+    with pytest.raises(RuntimeError), transaction.atomic():
+        record(store=store, type="coupon.created", subject=("coupon", 1))
+        raise RuntimeError("the business change failed")
+    assert not WebhookDelivery.objects.exists()
+
+    # one that commits: exactly one send task is queued, after the commit
+    with django_capture_on_commit_callbacks() as callbacks:
+        event = record_order_completed(store)
+    assert len(callbacks) == 1
+    assert WebhookDelivery.objects.filter(event=event, status="pending").count() == 1
