@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.pagination import LaravelPagination
-from config.api.schema import STORE_HEADER_PARAMETER, error_responses
+from config.api.schema import STORE_HEADER_PARAMETER, RequiredBodySchema, error_responses
 from coupons.filters import CouponListFilter
 from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list
 from coupons.serializers import (
@@ -34,6 +34,7 @@ class CouponListCreateView(GenericAPIView):
     permission_area = "coupon"
     pagination_class = LaravelPagination
     serializer_class = CouponSerializer
+    schema = RequiredBodySchema()
 
     @extend_schema(
         operation_id="coupons_list",

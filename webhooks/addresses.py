@@ -14,13 +14,14 @@ from django.conf import settings
 
 MAX_URL_LENGTH = 2048
 # The URL shape in the OpenAPI schema: scheme, a host name or IPv4 literal (IPv6 literals are
-# not taken: use a name), an optional port (1..65535), then path and query in printable ASCII;
-# no credentials, no fragment. The address checks below decide the rest.
+# not taken: use a name), an optional port (1..65535), then path and query of the characters
+# RFC 3986 §3.3-3.4 allows (anything else percent-encoded); no credentials, no fragment. The
+# address checks below decide the rest.
 URL_PATTERN = (
     r"^https?://(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)"
     r"(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}"
-    r"|[1-9][0-9]{0,3}))?(?:[/?][!-\"$-~]*)?$"
+    r"|[1-9][0-9]{0,3}))?(?:[/?](?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$"
 )
 URL_PATTERN_COMPILED = re.compile(URL_PATTERN)
 # Cloud metadata services: refused even when private destinations are allowed (dev, tests).
@@ -76,8 +77,8 @@ def url_check(url: str) -> str:
         raise DestinationRefused(f"must be at most {MAX_URL_LENGTH} characters")
     if not URL_PATTERN_COMPILED.match(url):
         raise DestinationRefused(
-            "must be an absolute URL: scheme, host and optional port, path and query in "
-            "printable ASCII, no credentials, no fragment"
+            "must be an absolute URL: scheme, host and optional port, path and query of "
+            "RFC 3986 characters (percent-encode others), no credentials, no fragment"
         )
     try:
         parts = urlsplit(url)

@@ -3,7 +3,6 @@
 import re
 
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView
@@ -13,7 +12,12 @@ from rest_framework.views import APIView
 from config.api.errors import ValidationFailed
 from config.api.idempotency import idempotency_key_from, idempotent_response
 from config.api.pagination import LaravelPagination
-from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_responses
+from config.api.schema import (
+    STORE_HEADER_PARAMETER,
+    RequiredBodySchema,
+    data_envelope,
+    error_responses,
+)
 from events.registry import EVENT_TYPES
 from stores.access import StorePermission
 from webhooks.addresses import URL_PATTERN
@@ -83,16 +87,8 @@ class WebhookAreaView(APIView):
     permission_area = "webhook"
 
 
-class RequiredRawBodySchema(AutoSchema):
-    """drf-spectacular marks a raw (dict) request schema optional; PUT's body is required."""
-
-    def _get_request_for_media_type(self, serializer, direction="request"):
-        schema, required = super()._get_request_for_media_type(serializer, direction)
-        return schema, required or isinstance(serializer, dict)
-
-
 class WebhookDestinationView(WebhookAreaView):
-    schema = RequiredRawBodySchema()
+    schema = RequiredBodySchema()
 
     @extend_schema(
         operation_id="webhook_destination_retrieve",

@@ -1,5 +1,6 @@
 """OpenAPI pieces shared by every view: the error envelope and the common error responses."""
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
@@ -15,6 +16,15 @@ class ErrorEnvelopeSerializer(serializers.Serializer):
     errors = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField()), required=False
     )
+
+
+class RequiredBodySchema(AutoSchema):
+    """For views whose POST/PUT body is required: drf-spectacular marks raw (dict) and oneOf
+    request schemas optional, which tells clients (and the contract run) that no body is fine."""
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        return schema, required or self.method in ("POST", "PUT")
 
 
 ERROR = OpenApiResponse(ErrorEnvelopeSerializer, description="Error envelope")

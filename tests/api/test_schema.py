@@ -26,3 +26,19 @@ def test_schema_and_docs_are_served():
     client = APIClient()
     assert client.get("/api/schema/").status_code == 200
     assert client.get("/api/docs/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("post", "/api/v1/coupons"),
+        ("post", "/api/v2/stores"),
+        ("put", "/api/v2/webhook-destination"),
+    ],
+)
+def test_operations_that_need_a_body_say_so(tmp_path, method, path):
+    # A body the schema calls optional would let clients omit it and get a 422.
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(target))
+    operation = yaml.safe_load(target.read_text())["paths"][path][method]
+    assert operation["requestBody"]["required"] is True

@@ -39,3 +39,30 @@ def test_production_starts_with_a_real_secret_key():
     result = load_production(SECRET_KEY="x" * 50)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_the_embedded_broker_keeps_its_files_under_the_var_dir(tmp_path):
+    # given: `make run`'s defaults (no REDIS_URL: kombu's filesystem broker), started elsewhere
+    var_dir, cwd = tmp_path / "var", tmp_path / "cwd"
+    (var_dir / "broker" / "processed").mkdir(parents=True)
+    cwd.mkdir()
+    environment = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
+        STOREFRONT_VAR_DIR=str(var_dir),
+        PYTHONPATH=str(ROOT),
+    )
+    # when: a broadcast (celery control) goes through the broker's exchange table
+    script = "import django; django.setup(); from config.celery import app; app.control.ping()"
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # then: nothing is written into the working directory
+    assert result.returncode == 0, result.stderr
+    assert list(cwd.iterdir()) == []
+    assert (var_dir / "broker" / "control").is_dir()

@@ -96,6 +96,11 @@ def test_put_again_replaces_without_showing_the_secret(auth_client, strict):
         ({**PUBLIC_BODY, "event_types": [1]}, "event_types"),
         ({**PUBLIC_BODY, "url": "https://hooks.example.com/\u00e9"}, "url"),
         ({**PUBLIC_BODY, "url": "https://[2001:db8::1]/in"}, "url"),
+        # Characters RFC 3986 does not allow in a path or query, unless percent-encoded.
+        ({**PUBLIC_BODY, "url": "https://hooks.example.com/w[`"}, "url"),
+        ({**PUBLIC_BODY, "url": "https://hooks.example.com/in?q={x}"}, "url"),
+        ({**PUBLIC_BODY, "url": "https://hooks.example.com/a<b>|c^"}, "url"),
+        ({**PUBLIC_BODY, "url": "https://hooks.example.com/100%"}, "url"),
     ],
 )
 def test_put_refuses_invalid_bodies(auth_client, strict, body, field):
@@ -104,6 +109,21 @@ def test_put_refuses_invalid_bodies(auth_client, strict, body, field):
     assert response.status_code == 422, response.json()
     assert response.json()["code"] == "validation_failed"
     assert field in response.json()["errors"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.example.com",
+        "https://hooks.example.com:8443/in/v1?store=a-1&sig=x%2Fy;z=(1)*!$'~@:",
+        "https://hooks.example.com/caf%C3%A9",
+    ],
+)
+def test_put_accepts_every_rfc3986_path_and_query_character(auth_client, strict, url):
+    response = auth_client.put(URL, {"url": url, "event_types": ["order.completed"]})
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["data"]["url"] == url
 
 
 @pytest.mark.parametrize(
