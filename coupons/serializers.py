@@ -73,7 +73,11 @@ class CouponCreateInputSerializer(serializers.Serializer):
     limit = _integer(1, required=False, allow_null=True)
     minimum_amount = _integer(0, required=False, allow_null=True, help_text="Whole dollars.")
     expires_at = serializers.DateTimeField(
-        required=False, allow_null=True, help_text="ISO 8601 with a time zone, in the future."
+        required=False,
+        allow_null=True,
+        help_text="ISO 8601 with a time zone (`Z` or `±hh:mm`), in the future and at most "
+        "9999-12-31T23:59:59Z once converted to UTC (so 9999-12-31T23:59:59-01:00 is refused); "
+        "stored and returned in UTC.",
     )
 
 

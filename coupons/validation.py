@@ -6,7 +6,7 @@ Values arrive as JSON gives them: a string where an integer belongs, a float or 
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import MAXYEAR, UTC, datetime
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
@@ -30,6 +30,10 @@ OPTIONAL_DEFAULTS = {"limit": None, "minimum_amount": None, "expires_at": None}
 CODE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 CODE_RULE = "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'"
 TYPES = (Coupon.TYPE_PERCENTAGE, Coupon.TYPE_AMOUNT)
+# The last whole second of year 9999 in UTC. "9999-12-31T23:59:59-01:00" is year 10000 in UTC:
+# PostgreSQL would store it, but no Python datetime (so no read of the row) could hold it.
+LATEST_EXPIRES_AT = datetime(MAXYEAR, 12, 31, 23, 59, 59, tzinfo=UTC)
+LATEST_EXPIRES_AT_RULE = "must be at most 9999-12-31T23:59:59Z once converted to UTC"
 
 
 class _Invalid(Exception):
@@ -85,9 +89,17 @@ def _expires_at(value, *, now: datetime) -> datetime | None:
         parsed = None
     if parsed is None or parsed.tzinfo is None:
         raise _Invalid(rule)
-    if parsed <= now:
+    try:
+        in_utc = parsed.astimezone(UTC)
+    except OverflowError:
+        # Only year 1 or year 9999 with an offset can leave datetime's range; year 1 is past.
+        past = parsed.year < MAXYEAR
+        raise _Invalid("must be in the future" if past else LATEST_EXPIRES_AT_RULE) from None
+    if in_utc > LATEST_EXPIRES_AT:
+        raise _Invalid(LATEST_EXPIRES_AT_RULE)
+    if in_utc <= now:
         raise _Invalid("must be in the future")
-    return parsed
+    return in_utc
 
 
 def coupon_values_validate(

@@ -5,6 +5,7 @@ per_page, to, total}}`; `limit` 1..100 (default 15) and `page` >= 1, otherwise 4
 """
 
 import math
+import re
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -16,6 +17,8 @@ from config.api.errors import ValidationFailed
 DEFAULT_PAGE_SIZE = 15
 MAX_PAGE_SIZE = 100
 ON_EACH_SIDE = 3  # Laravel's default window around the current page
+# int() would also take "1_0", " 5", "+5" and "\uff15" (a full-width 5): only ASCII digits count.
+INTEGER_PATTERN = re.compile(r"-?[0-9]+")
 
 
 def parse_int_param(
@@ -27,9 +30,11 @@ def parse_int_param(
         return default
     bounds = f"between {minimum} and {maximum}" if maximum else f"at least {minimum}"
     message = f"must be an integer {bounds}"
+    if not INTEGER_PATTERN.fullmatch(raw):
+        raise ValidationFailed.field(name, message)
     try:
         value = int(raw)
-    except ValueError:
+    except ValueError:  # more digits than sys.get_int_max_str_digits() allows
         raise ValidationFailed.field(name, message) from None
     if value < minimum or (maximum is not None and value > maximum):
         raise ValidationFailed.field(name, message)

@@ -111,6 +111,19 @@ def test_empty_list_has_one_page(user, client_for):
         ({"page": -1}, "page"),
         ({"page": ""}, "page"),
         ({"limit": ""}, "limit"),
+        # int() accepts these; the parameter is ASCII digits with an optional minus only.
+        ({"limit": "1_0"}, "limit"),
+        ({"limit": " 5"}, "limit"),
+        ({"limit": "5 "}, "limit"),
+        ({"limit": "5\n"}, "limit"),
+        ({"limit": "+5"}, "limit"),
+        ({"limit": "\uff15"}, "limit"),
+        ({"limit": "\u0665"}, "limit"),
+        ({"page": "1_0"}, "page"),
+        ({"page": " 5"}, "page"),
+        ({"page": "+5"}, "page"),
+        ({"page": "\uff15"}, "page"),
+        ({"page": "9" * 5000}, "page"),
     ],
 )
 def test_invalid_limit_or_page_is_422_naming_it(params, param, auth_client):
@@ -122,9 +135,22 @@ def test_invalid_limit_or_page_is_422_naming_it(params, param, auth_client):
     assert list(body["errors"]) == [param]
 
 
+@pytest.mark.parametrize("limit", ["1_0", " 5", "+5", "\uff15"])
+def test_event_journal_limit_uses_the_same_strict_parser(limit, auth_client):
+    # GET /api/v2/events is cursor-paginated but reads `limit` with the same parse_int_param.
+    response = auth_client.get("/api/v2/events", {"limit": limit})
+    assert response.status_code == 422
+    assert response.json()["param"] == "limit"
+
+
 def test_limit_bounds_are_accepted(auth_client, stores):
     assert auth_client.get(URL, {"limit": 1}).status_code == 200
     assert auth_client.get(URL, {"limit": 100}).json()["meta"]["per_page"] == 100
+
+
+def test_leading_zeros_are_still_an_integer(auth_client, stores):
+    assert auth_client.get(URL, {"limit": "010"}).json()["meta"]["per_page"] == 10
+    assert auth_client.get(URL, {"limit": "-0"}).status_code == 422
 
 
 def test_links_keep_other_query_parameters(auth_client, stores):

@@ -1,11 +1,12 @@
 """Every coupon validation rule of DESIGN.md "Coupons (v1)": one failing case each (422
 `validation_failed`, `param` and `errors` naming the field) and the boundary that passes."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
+from accounts.models import User
 from coupons.models import Coupon
 from tests.factories import CouponFactory
 
@@ -64,6 +65,12 @@ RULES = [
     ("expires_at", "2030-01-01T00:00:00", "2030-01-01T00:00:00+02:00", {}),
     ("expires_at", "2030-01-01", None, {}),
     ("expires_at", 1_900_000_000, None, {}),
+    # Year 10000 in UTC: PostgreSQL would store it, but no read of the row could load it.
+    ("expires_at", "9999-12-31T23:59:59-01:00", "9999-12-31T00:00:00Z", {}),
+    ("expires_at", "9999-12-31T23:59:59.000001Z", "9999-12-31T23:59:59Z", {}),
+    ("expires_at", "9999-12-31T23:30:00-00:31", "9999-12-31T23:30:00-00:29", {}),
+    # Year 0 in UTC: out of datetime's range the other way, and in the past anyway.
+    ("expires_at", "0001-01-01T00:30:00+01:00", future(), {}),
 ]
 
 
@@ -187,3 +194,52 @@ def test_patch_can_clear_nullable_fields(store, auth_client):
     )
     body = response.json()
     assert (body["limit"], body["minimum_amount"], body["expires_at"]) == (None, None, None)
+
+
+def test_expiry_beyond_utc_year_9999_is_refused_with_the_rule(auth_client):
+    response = auth_client.post(
+        "/api/v1/coupons", {**VALID, "expires_at": "9999-12-31T23:59:59-01:00"}
+    )
+    assert_422_on(response, "expires_at")
+    assert response.json()["errors"]["expires_at"] == [
+        "must be at most 9999-12-31T23:59:59Z once converted to UTC"
+    ]
+
+
+def test_expiry_in_utc_year_9999_is_stored_and_read_back(store, auth_client):
+    # given a coupon expiring on the last day that can be represented
+    created = auth_client.post("/api/v1/coupons", {**VALID, "expires_at": "9999-12-31T00:00:00Z"})
+    assert created.status_code == 201, created.content
+    coupon_id = created.json()["id"]
+
+    # then every read of the row works
+    shown = auth_client.get(f"/api/v1/coupons/{coupon_id}")
+    assert shown.status_code == 200, shown.content
+    assert shown.json()["expires_at"] == "9999-12-31T00:00:00Z"
+    listed = auth_client.get("/api/v1/coupons")
+    assert listed.status_code == 200, listed.content
+    assert [c["expires_at"] for c in listed.json()["data"]] == ["9999-12-31T00:00:00Z"]
+    patched = auth_client.patch(f"/api/v1/coupons/{coupon_id}", {"discount": 6})
+    assert patched.status_code == 200, patched.content
+    assert auth_client.delete(f"/api/v1/coupons/{coupon_id}").status_code == 204
+
+
+def test_expiry_with_an_offset_is_stored_in_utc(auth_client):
+    response = auth_client.post(
+        "/api/v1/coupons", {**VALID, "expires_at": "9999-12-31T22:00:00-01:30"}
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["expires_at"] == "9999-12-31T23:30:00Z"
+    stored = Coupon.objects.get().expires_at
+    assert stored == datetime(9999, 12, 31, 23, 30, tzinfo=UTC)
+    assert stored.utcoffset().total_seconds() == 0
+
+
+def test_admin_lists_a_coupon_expiring_at_the_latest_second(store, auth_client, client):
+    created = auth_client.post("/api/v1/coupons", {**VALID, "expires_at": "9999-12-31T23:59:59Z"})
+    assert created.status_code == 201, created.content
+
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    page = client.get("/admin/coupons/coupon/")
+    assert page.status_code == 200
+    assert "WELCOME" in page.content.decode()
