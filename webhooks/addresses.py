@@ -6,8 +6,10 @@ DNS answer that changes after the save (DNS rebinding) cannot reach an internal 
 """
 
 import ipaddress
+import os
 import re
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -65,9 +67,30 @@ def address_check(raw_address: str) -> None:
         raise DestinationRefused(f"{address} is not a public address")
 
 
-def resolve(host: str, port: int) -> list[str]:
-    """Every address `host` resolves to (an IP literal resolves to itself)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+# getaddrinfo has no timeout of its own; lookups run on these threads so that a slow resolver
+# costs a caller at most its timeout (the lookup is abandoned, not cancelled). Per process: a
+# pool's threads do not survive a fork (Celery prefork children).
+_RESOLVER_THREADS = 4
+_resolver: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _resolver_pool() -> ThreadPoolExecutor:
+    global _resolver
+    if _resolver is None or _resolver[0] != os.getpid():
+        _resolver = (os.getpid(), ThreadPoolExecutor(_RESOLVER_THREADS, "webhooks-dns"))
+    return _resolver[1]
+
+
+def resolve(host: str, port: int, *, timeout: float) -> list[str]:
+    """Every address `host` resolves to (an IP literal resolves to itself), within `timeout`
+    seconds; a slower answer raises socket.gaierror like an unknown name."""
+    lookup = _resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+    try:
+        infos = lookup.result(timeout=timeout)
+    except TimeoutError:
+        raise socket.gaierror(
+            socket.EAI_AGAIN, f"resolving {host} took longer than {timeout:g} s"
+        ) from None
     return list(dict.fromkeys(info[4][0] for info in infos))
 
 
@@ -96,7 +119,7 @@ def url_check(url: str) -> str:
         raise DestinationRefused("may not contain a fragment")
     port = port or (443 if parts.scheme == "https" else 80)
     try:
-        addresses = resolve(parts.hostname, port)
+        addresses = resolve(parts.hostname, port, timeout=settings.WEBHOOKS_TIMEOUT_SECONDS)
     except (OSError, UnicodeError):
         if private_destinations_allowed():
             return url

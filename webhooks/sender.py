@@ -5,6 +5,10 @@ scheme"): HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` with the ba
 `whsec_` secret, sent as `webhook-signature: v1,<base64>` (space-separated when two secrets
 sign during a rotation).
 
+Time: an attempt has one budget, WEBHOOKS_TIMEOUT_SECONDS, for everything (DNS, connect, request,
+response). Socket timeouts bound each operation, not their sum: a receiver trickling a byte
+every few seconds would otherwise keep an attempt, and its lease, alive indefinitely.
+
 SSRF: the session's connections resolve the host themselves, refuse any address
 `addresses.address_check` refuses, and connect to the checked address; the URL keeps the host
 name, so the Host header, SNI and certificate check are the name's. A pooled keep-alive
@@ -13,9 +17,11 @@ proxies are ignored (a proxy would connect on our behalf, unchecked).
 """
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import socket
+import threading
 import time
 from dataclasses import dataclass
 
@@ -34,10 +40,67 @@ class RefusedConnectionError(NewConnectionError):
     """The connection was not opened because the resolved address is refused."""
 
 
+class AttemptDeadline:
+    """The time budget of one attempt; at its end the attempt's connections are shut down,
+    which ends a blocked connect or read at once (the attempt then reports a timeout)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.ends_at = time.monotonic() + seconds
+        self.expired = False
+        self._connections: list = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def remaining(self) -> float:
+        return max(0.0, self.ends_at - time.monotonic())
+
+    def watch(self, connection) -> None:
+        with self._lock:
+            self._connections.append(connection)
+            if self.expired:
+                _shut(connection)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for connection in self._connections:
+                _shut(connection)
+
+    def __enter__(self) -> "AttemptDeadline":
+        _attempt.deadline = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._timer.cancel()
+        _attempt.deadline = None
+
+
+def _shut(connection) -> None:
+    sock = getattr(connection, "sock", None)
+    if sock is None:
+        return
+    # socket.socket's own shutdown: on a TLS socket it ends the blocked read without tearing
+    # down the TLS state under the reading thread.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+_attempt = threading.local()
+
+
+def _current_deadline() -> AttemptDeadline | None:
+    return getattr(_attempt, "deadline", None)
+
+
 class _CheckedConnectionMixin:
     def _new_conn(self) -> socket.socket:
+        deadline = _current_deadline()
+        budget = deadline.remaining() if deadline else settings.WEBHOOKS_TIMEOUT_SECONDS
         try:
-            addresses = resolve(self._dns_host, self.port)
+            addresses = resolve(self._dns_host, self.port, timeout=budget)
         except socket.gaierror as error:
             raise NameResolutionError(self.host, self, error) from error
         refusal = None
@@ -50,7 +113,7 @@ class _CheckedConnectionMixin:
             try:
                 sock = urllib3_connection.create_connection(
                     (address, self.port),
-                    self.timeout,
+                    min(self.timeout, deadline.remaining()) if deadline else self.timeout,
                     source_address=self.source_address,
                     socket_options=self.socket_options,
                 )
@@ -74,11 +137,21 @@ class CheckedHTTPSConnection(_CheckedConnectionMixin, HTTPSConnection):
     pass
 
 
-class CheckedHTTPConnectionPool(HTTPConnectionPool):
+class _DeadlinePoolMixin:
+    def _get_conn(self, timeout=None):
+        # Every connection an attempt uses, new or kept alive, is under its deadline.
+        connection = super()._get_conn(timeout)
+        deadline = _current_deadline()
+        if deadline is not None:
+            deadline.watch(connection)
+        return connection
+
+
+class CheckedHTTPConnectionPool(_DeadlinePoolMixin, HTTPConnectionPool):
     ConnectionCls = CheckedHTTPConnection
 
 
-class CheckedHTTPSConnectionPool(HTTPSConnectionPool):
+class CheckedHTTPSConnectionPool(_DeadlinePoolMixin, HTTPSConnectionPool):
     ConnectionCls = CheckedHTTPSConnection
 
 
@@ -109,6 +182,14 @@ def session_get() -> requests.Session:
     if _session is None:
         _session = _session_new()
     return _session
+
+
+def session_reset() -> None:
+    """Drops every pooled connection (after a deadline cut one mid-exchange)."""
+    global _session
+    if _session is not None:
+        _session.close()
+        _session = None
 
 
 def signature_header(*, secrets: list[str], message_id: str, timestamp: int, body: bytes) -> str:
@@ -162,7 +243,23 @@ def _read_limited(response: requests.Response, limit: int) -> str:
 
 
 def send(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendResult:
-    """POSTs one signed delivery; never raises for network or HTTP failures."""
+    """POSTs one signed delivery within WEBHOOKS_TIMEOUT_SECONDS in all; never raises for
+    network or HTTP failures."""
+    with AttemptDeadline(settings.WEBHOOKS_TIMEOUT_SECONDS) as deadline:
+        result = _post(url=url, message_id=message_id, body=body, secrets=secrets)
+    if deadline.expired:
+        session_reset()
+        if not result.succeeded:
+            return SendResult(None, None, _timeout_error(deadline), result.duration_ms)
+    # A 2xx head received in time stands even when reading its body was cut.
+    return result
+
+
+def _timeout_error(deadline: AttemptDeadline) -> str:
+    return f"timeout: no complete answer within {deadline.seconds:g} s"
+
+
+def _post(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendResult:
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
@@ -198,6 +295,12 @@ def send(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendR
         return SendResult(None, None, "timeout", elapsed_ms())
     except requests.RequestException as error:
         return SendResult(None, None, f"request error: {error}"[:500], elapsed_ms())
+    deadline = _current_deadline()
+    if deadline is not None and deadline.expired:
+        # Cut before the head was complete: http.client still hands over the status line it
+        # read, but a response whose headers never finished is no 2xx answer.
+        response.close()
+        return SendResult(None, None, _timeout_error(deadline), elapsed_ms())
     try:
         response_body = _read_limited(response, settings.WEBHOOKS_RESPONSE_BODY_LIMIT)
         error = ""

@@ -1,0 +1,155 @@
+"""One attempt has one time budget (WEBHOOKS_TIMEOUT_SECONDS) for DNS, connect and the whole
+answer, so a slow destination cannot outlive the delivery's lease (two workers would then send
+the same delivery at once)."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.webhooks.conftest import destination_for, record_order_completed
+from webhooks.attempts import delivery_send
+from webhooks.models import WebhookDelivery
+
+BUDGET_SECONDS = 1.0
+# Far below the per-read timeout: every single read succeeds, only their sum is too long.
+TRICKLE_INTERVAL = 0.2
+TRICKLE_FOR_SECONDS = 8.0
+
+
+class TricklingReceiver:
+    """Reads the request, then sends `head` and trickles `tail` one byte at a time."""
+
+    def __init__(self, head: bytes, tail: bytes):
+        self.head, self.tail = head, tail
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/hooks"
+
+    def _serve(self):
+        self.listener.settimeout(0.1)
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection):
+        with connection:
+            connection.settimeout(2)
+            try:
+                connection.recv(65536)
+                connection.sendall(self.head)
+                ends_at = time.monotonic() + TRICKLE_FOR_SECONDS
+                for byte in self.tail:
+                    if self.stopped.is_set() or time.monotonic() > ends_at:
+                        return
+                    connection.sendall(bytes([byte]))
+                    time.sleep(TRICKLE_INTERVAL)
+            except OSError:
+                return  # the sender cut the connection: what the test expects
+
+    def close(self):
+        self.stopped.set()
+        self.listener.close()
+
+
+@pytest.fixture
+def budget(settings):
+    settings.WEBHOOKS_TIMEOUT_SECONDS = BUDGET_SECONDS
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0.1, 0.1)
+
+
+def attempt_and_time(store, url):
+    destination_for(store, url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    started = time.monotonic()
+    status = delivery_send(delivery_id=delivery.pk)
+    elapsed = time.monotonic() - started
+    delivery.refresh_from_db()
+    return status, elapsed, delivery
+
+
+def test_a_trickling_head_is_cut_at_the_attempt_budget_and_is_no_success(store, budget):
+    # The status line says 200, but the headers never finish.
+    receiver = TricklingReceiver(b"HTTP/1.1 200 OK\r\n", b"X-Slow: " + b"a" * 200)
+    try:
+        status, elapsed, delivery = attempt_and_time(store, receiver.url)
+    finally:
+        receiver.close()
+
+    assert status == "pending"  # retried later: never succeeded without a complete 2xx
+    assert elapsed < BUDGET_SECONDS + 1.0, elapsed
+    attempt = delivery.attempt_records.get()
+    assert attempt.response_status is None
+    assert "timeout" in attempt.error
+
+
+def test_a_trickling_body_is_cut_at_the_attempt_budget(store, budget):
+    # A complete 2xx head is the receiver's answer; its body only goes into response_body.
+    receiver = TricklingReceiver(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n", b"b" * 500)
+    try:
+        status, elapsed, delivery = attempt_and_time(store, receiver.url)
+    finally:
+        receiver.close()
+
+    assert status == "succeeded"
+    assert elapsed < BUDGET_SECONDS + 1.0, elapsed
+    assert delivery.attempt_records.get().response_status == 200
+
+
+def test_a_slow_name_lookup_counts_against_the_attempt_budget(store, budget, monkeypatch):
+    real_getaddrinfo = socket.getaddrinfo
+
+    def slow_getaddrinfo(host, *args, **kwargs):
+        if host == "slow-dns.example.test":
+            time.sleep(3)
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_getaddrinfo)
+
+    status, elapsed, delivery = attempt_and_time(store, "http://slow-dns.example.test/hooks")
+
+    assert status == "pending"
+    assert elapsed < BUDGET_SECONDS + 1.0, elapsed
+    assert delivery.attempt_records.get().response_status is None
+
+
+def test_an_answer_within_the_budget_is_unaffected(store, budget, receiver):
+    # given two attempts in a row on one kept-alive connection
+    destination_for(store, receiver.url)
+    first = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
+    second = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
+
+    # then neither is cut by the other's (cancelled) deadline
+    assert delivery_send(delivery_id=first.pk) == "succeeded"
+    time.sleep(BUDGET_SECONDS + 0.2)
+    assert delivery_send(delivery_id=second.pk) == "succeeded"
+
+
+def test_a_lease_shorter_than_two_attempt_budgets_is_a_configuration_error(settings):
+    from django.core.checks import run_checks
+
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 10
+    settings.WEBHOOKS_LEASE_SECONDS = 15
+    assert "webhooks.E001" in [message.id for message in run_checks()]
+
+    settings.WEBHOOKS_LEASE_SECONDS = 20
+    assert "webhooks.E001" not in [message.id for message in run_checks()]
+
+
+def test_the_delivery_task_is_killed_before_its_lease_ends():
+    from django.conf import settings as django_settings
+
+    from webhooks.tasks import delivery_send_task
+
+    assert 0 < delivery_send_task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS

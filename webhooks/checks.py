@@ -1,0 +1,19 @@
+"""System checks of the webhooks settings (`manage.py check`, run before serving and migrating)."""
+
+from django.conf import settings
+from django.core import checks
+
+
+@checks.register(checks.Tags.compatibility)
+def lease_outlasts_an_attempt(app_configs, **kwargs):
+    # A delivery's lease must outlast its attempt (WEBHOOKS_TIMEOUT_SECONDS in all, plus the
+    # claim and the outcome), or the sweeper hands a delivery still being sent to a second worker.
+    if settings.WEBHOOKS_LEASE_SECONDS < 2 * settings.WEBHOOKS_TIMEOUT_SECONDS:
+        return [
+            checks.Error(
+                "WEBHOOKS_LEASE_SECONDS must be at least twice WEBHOOKS_TIMEOUT_SECONDS.",
+                hint="Raise WEBHOOKS_LEASE_SECONDS or lower WEBHOOKS_TIMEOUT_SECONDS.",
+                id="webhooks.E001",
+            )
+        ]
+    return []
