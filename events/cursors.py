@@ -1,10 +1,15 @@
 """Journal cursors (DESIGN.md "Event journal"): HMAC-signed with Django signing, bound to
 the store and the exact filter set.
 
-A cursor carries the position (txid, event id) of the last event served (none yet: the start)
-and the store's prune mark as it was when the cursor was issued, which is what tells a
-cursor that retention has since deleted events it had not reached (410) from one that merely
-started after older events were gone.
+A cursor carries the position (txid, event id) up to which the client has seen every event
+matching its filters (none yet: the start) and the store's prune mark as it was when the
+cursor was issued, which is what tells a cursor that retention has since deleted events it
+had not reached (410) from one that merely started after older events were gone.
+
+The position is the last event served, or `(txid, "")` when the page proved that no matching
+event with a lower txid is left to serve (events/selectors.py `_next_position`). The empty id
+sorts before every real id, so both forms share one encoding, and cursors issued before the
+scanned-through form existed decode unchanged.
 """
 
 import hashlib

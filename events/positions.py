@@ -45,6 +45,18 @@ def uses_transaction_horizon() -> bool:
     return connection.vendor == "postgresql"
 
 
+def transaction_horizon_now() -> int:
+    """The horizon as a value, read in its own statement.
+
+    Read it BEFORE the page query: every transaction below it had already finished, so its
+    rows are visible to the page's (later) snapshot. A value read after the page could cover
+    transactions that committed after the page's snapshot, whose rows the page never saw.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        return cursor.fetchone()[0]
+
+
 def txid_for_insert(event_model):
     """What `record` passes as txid: None (the DB default) on PostgreSQL; elsewhere a
     commit-order counter evaluated inside the INSERT statement, i.e. under SQLite's write lock."""

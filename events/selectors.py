@@ -5,7 +5,11 @@ from django.conf import settings
 from config.api.errors import CursorExpired
 from events.cursors import JournalCursor, JournalPosition
 from events.models import Event, EventPruneMark
-from events.positions import TransactionHorizon, uses_transaction_horizon
+from events.positions import (
+    TransactionHorizon,
+    transaction_horizon_now,
+    uses_transaction_horizon,
+)
 
 
 @dataclass(frozen=True)
@@ -26,12 +30,14 @@ def journal_page(
     """
     # Read before the page: every deletion it covers is already invisible to the page.
     mark_before = prune_mark_of(store)
+    # Read before the page too (see transaction_horizon_now): all below it is final by then.
+    horizon = transaction_horizon_now() if uses_transaction_horizon() else None
     position = cursor.position if cursor else None
     events = Event.objects.filter(store=store, **filters)
     if position is not None:
-        events = events.filter(txid__gte=position.txid).exclude(
-            txid=position.txid, id__lte=position.event_id
-        )
+        events = events.filter(txid__gte=position.txid)
+        if position.event_id:  # "" is a scanned-through position: every id of txid is ahead
+            events = events.exclude(txid=position.txid, id__lte=position.event_id)
     if uses_transaction_horizon():
         # The horizon and the rows come from one statement, hence one snapshot.
         events = events.filter(txid__lt=TransactionHorizon())
@@ -40,13 +46,42 @@ def journal_page(
         # Read after the page: a prune that committed meanwhile is seen here at the latest.
         _refuse_if_pruned_past(store=store, cursor=cursor, fallback_url=fallback_url)
     page = rows[:limit]
-    if page:
-        position = JournalPosition(txid=page[-1].txid, event_id=page[-1].id)
     return JournalPage(
         events=page,
-        next_cursor=JournalCursor(position=position, prune_mark=mark_before),
+        next_cursor=JournalCursor(
+            position=_next_position(position, page, rows, limit=limit, horizon=horizon),
+            prune_mark=mark_before,
+        ),
         has_more=len(rows) > limit,
     )
+
+
+def _next_position(
+    position: JournalPosition | None,
+    page: list[Event],
+    rows: list[Event],
+    *,
+    limit: int,
+    horizon: int | None,
+) -> JournalPosition | None:
+    """How far the client has now seen the journal under its filters.
+
+    At least the last event served. Beyond it, the page also proves that no MATCHING event
+    lies before the first one it did not serve: the (limit+1)-th row if there is one, else the
+    horizon (every transaction below it had finished before the page was read, so all its
+    matching rows were in the page). `(txid, "")` records "every matching event with a lower
+    txid was seen"; it sorts before every real id of txid, so the next page still starts at
+    txid. Recording this, rather than only the last match, is what keeps a filtered cursor
+    from expiring when retention deletes OTHER events of the store behind the horizon.
+    """
+    candidates = [position] if position is not None else []
+    if page:
+        candidates.append(JournalPosition(txid=page[-1].txid, event_id=page[-1].id))
+    if len(rows) > limit:
+        candidates.append(JournalPosition(txid=rows[limit].txid, event_id=""))
+    elif horizon is not None:
+        candidates.append(JournalPosition(txid=horizon, event_id=""))
+    return max(candidates, default=None)
 
 
 def prune_mark_of(store) -> JournalPosition | None:

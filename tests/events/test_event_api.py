@@ -220,3 +220,19 @@ def test_x_store_selects_the_journal(user, store, other_store):
     body = client.get("/api/v2/events", HTTP_X_STORE=other_store.slug).json()
     assert [e["store_id"] for e in body["data"]] == [str(other_store.pk)]
     assert Event.objects.count() == 1
+
+
+def test_a_cursor_positioned_on_the_last_served_event_is_still_accepted(auth_client, store):
+    """Cursors issued before scanned-through positions carry the last served event."""
+    from events.cursors import JournalCursor, JournalPosition, cursor_encode
+
+    seen = record_committed(store, subject=("coupon", "1"))
+    new = record_committed(store, subject=("coupon", "2"))
+    legacy = cursor_encode(
+        store_id=store.pk,
+        filters={},
+        cursor=JournalCursor(JournalPosition(txid=seen.txid, event_id=seen.id), prune_mark=None),
+    )
+    response = auth_client.get("/api/v2/events", {"cursor": legacy})
+    assert response.status_code == 200
+    assert [e["id"] for e in response.json()["data"]] == [new.id]

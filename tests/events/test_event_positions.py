@@ -73,3 +73,28 @@ def test_a_later_commit_waits_behind_an_earlier_open_transaction(auth_client, st
     # when the earlier transaction commits, the poller gets both, earlier first
     after = auth_client.get("/api/v2/events", {"cursor": cursor})
     assert _ids(after) == [earlier.event_id, later.id]
+
+
+def test_a_filtered_page_that_is_not_full_does_not_move_past_an_open_transaction(
+    auth_client, store
+):
+    # given a served match, then an open transaction with a match, then a committed match
+    params = {"type": "coupon.created"}
+    served = record_committed(store, subject=("coupon", "0"))
+    earlier = OpenTransaction(store, "1")
+    try:
+        later = record_committed(store, subject=("coupon", "2"))
+        page = auth_client.get("/api/v2/events", params)
+        # then the page is not full, yet its scanned-through position stays below `earlier`
+        assert _ids(page) == [served.id]
+        assert page.json()["meta"]["has_more"] is False
+        cursor = page.json()["meta"]["next_cursor"]
+    finally:
+        earlier.commit()
+    # when it commits, the next page holds both held-back matches, in order, exactly once
+    after = auth_client.get("/api/v2/events", {**params, "cursor": cursor})
+    assert _ids(after) == [earlier.event_id, later.id]
+    last = auth_client.get(
+        "/api/v2/events", {**params, "cursor": after.json()["meta"]["next_cursor"]}
+    )
+    assert _ids(last) == []

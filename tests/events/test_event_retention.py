@@ -215,3 +215,103 @@ def test_prune_events_command_reports_what_it_deleted(store):
     call_command("prune_events", "--batch-size", "3", stdout=out)
     assert "Deleted 4 events." in out.getvalue()
     assert not Event.objects.exists()
+
+
+def _ids(response) -> list[str]:
+    assert response.status_code == 200, response.json()
+    return [e["id"] for e in response.json()["data"]]
+
+
+def _next(response) -> str:
+    return response.json()["meta"]["next_cursor"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_caught_up_order_events_cursor_survives_pruning_of_other_events(auth_client, store):
+    from orders.services import order_complete, order_place
+
+    # given a poller of one order that has seen its event and polls on while the store writes
+    # other events (already past retention) after it in the journal
+    order = order_place(store=store, subtotal_cents=1200, currency="USD")
+    order_complete(order=order)
+    url = f"/api/v2/orders/{order.pk}/events"
+    first = auth_client.get(url)
+    assert len(_ids(first)) == 1
+    _old_events(store, 3)
+    polled = auth_client.get(url, {"cursor": _next(first)})
+    assert _ids(polled) == []
+    # when retention deletes the other events: the store's prune mark moves past the order's
+    assert events_prune() == 3
+    # then the order's cursor polls on, and sees a new event of the order exactly once
+    idle = auth_client.get(url, {"cursor": _next(polled)})
+    assert _ids(idle) == []
+    new = record_committed(
+        store,
+        type="order.completed",
+        subject=("order", str(order.pk)),
+        data={"total_cents": 1200, "currency": "USD"},
+    )
+    after = auth_client.get(url, {"cursor": _next(idle)})
+    assert _ids(after) == [new.id]
+    assert _ids(auth_client.get(url, {"cursor": _next(after)})) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_caught_up_type_filtered_cursor_survives_pruning_of_other_events(auth_client, store):
+    # given a `type=` poller that has seen its event and polls on while the store writes
+    # events of another type (already past retention) after it in the journal
+    params = {"type": "coupon.created"}
+    record_committed(store, type="coupon.created")
+    first = auth_client.get("/api/v2/events", params)
+    assert len(_ids(first)) == 1
+    _old_events(store, 3)  # coupon.updated
+    polled = auth_client.get("/api/v2/events", {**params, "cursor": _next(first)})
+    assert _ids(polled) == []
+    # when
+    assert events_prune() == 3
+    # then
+    idle = auth_client.get("/api/v2/events", {**params, "cursor": _next(polled)})
+    assert _ids(idle) == []
+    new = record_committed(store, type="coupon.created", subject=("coupon", "2"))
+    after = auth_client.get("/api/v2/events", {**params, "cursor": _next(idle)})
+    assert _ids(after) == [new.id]
+    assert _ids(auth_client.get("/api/v2/events", {**params, "cursor": _next(after)})) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_filtered_cursor_catching_up_survives_pruning_of_other_events_between_pages(
+    auth_client, store
+):
+    # given a `type=` poller one page into its backlog; other events lie between its matches
+    params = {"type": "coupon.created", "limit": 1}
+    first_match = record_committed(store, type="coupon.created", subject=("coupon", "1"))
+    _old_events(store, 2)  # coupon.updated
+    second_match = record_committed(store, type="coupon.created", subject=("coupon", "2"))
+    first = auth_client.get("/api/v2/events", params)
+    assert _ids(first) == [first_match.id]
+    assert first.json()["meta"]["has_more"] is True
+    # when retention deletes the events between the two matches
+    assert events_prune() == 2
+    # then the next page is the second match, not a 410
+    second = auth_client.get("/api/v2/events", {**params, "cursor": _next(first)})
+    assert _ids(second) == [second_match.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_filtered_cursor_whose_unseen_matching_events_were_pruned_is_410(auth_client, store):
+    # given a caught-up `type=` poller (past some events of another type) that stops polling
+    params = {"type": "coupon.created"}
+    record_committed(store, type="coupon.created", subject=("coupon", "1"))
+    _old_events(store, 2)  # coupon.updated
+    cursor = _next(auth_client.get("/api/v2/events", params))
+    # while a matching event is recorded and then ages past retention unseen
+    unseen = record_committed(store, type="coupon.created", subject=("coupon", "2"))
+    Event.objects.filter(pk=unseen.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    assert events_prune() == 3
+    # when it comes back, then 410: it missed an event of its type
+    response = auth_client.get("/api/v2/events", {**params, "cursor": cursor})
+    assert response.status_code == 410
+    assert response.json()["code"] == "cursor_expired"
+    assert response.json()["fallback"]["url"] == (
+        f"{settings.BASE_URL}/api/v2/events?type=coupon.created"
+    )
