@@ -1,7 +1,31 @@
+import oauth2_provider.admin  # noqa: F401  (registers DOT's admins, replaced below)
 from django.contrib import admin, messages
+from oauth2_provider.models import get_application_admin_class, get_application_model
 
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.services import installation_revoke, token_family_revoke
+
+Application = get_application_model()
+
+
+class CliApplicationAdmin(get_application_admin_class()):
+    """View only. The one client is defined by settings and `manage.py ensure_cli_client`;
+    the admin must not add clients (they would be refused anyway) or change the CLI's type,
+    grant, consent skipping, secret or redirect URIs."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+if admin.site.is_registered(Application):
+    admin.site.unregister(Application)
+admin.site.register(Application, CliApplicationAdmin)
 
 
 class TokenFamilyInline(admin.TabularInline):

@@ -4,6 +4,7 @@ Fatal problems (client, redirect URI) are never redirected (RFC 6749 §4.1.2.1);
 back to the validated redirect URI with `error` and the original `state`.
 """
 
+import hashlib
 import re
 import secrets
 import time
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.cache import cache
 
 CODE_CHALLENGE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{43}$")  # BASE64URL(SHA-256), RFC 7636 §4.2
 LOOPBACK_HOSTS = {"127.0.0.1": "127.0.0.1", "::1": "[::1]"}
@@ -26,6 +28,11 @@ SINGLE_VALUED = (
 )
 SESSION_KEY = "oauth_cli_authorizations"
 MAX_PENDING_PER_SESSION = 5
+USED_AUTH_TOKEN_KEY = "oauth_cli:auth_token_used:{checksum}"
+
+
+class AuthTokenStoreUnavailable(Exception):
+    """The shared cache that makes an auth_token single-use could not be reached."""
 
 
 @dataclass(frozen=True)
@@ -142,12 +149,28 @@ def pending_authorization_create(session, *, user_id: int, request_data: dict) -
     return auth_token
 
 
+def _auth_token_claim(auth_token: str) -> bool:
+    """True for the first caller only, across processes: two answers to one consent page (a
+    double-click) each load their own copy of the session, so removing the entry from it is
+    not enough. `cache.add` is atomic on Redis (SET NX). The key outlives the entry: it is
+    written after the entry was created and lives as long as an entry may."""
+    checksum = hashlib.sha256(auth_token.encode()).hexdigest()
+    key = USED_AUTH_TOKEN_KEY.format(checksum=checksum)
+    try:
+        return cache.add(key, 1, timeout=settings.OAUTH_CONSENT_SECONDS)
+    except Exception as error:  # fail closed: without the claim, single use is not assured
+        raise AuthTokenStoreUnavailable from error
+
+
 def pending_authorization_take(session, auth_token: str) -> tuple[dict | None, str | None]:
-    """Removes and returns the request bound to `auth_token` (single use), or an error text."""
+    """Removes and returns the request bound to `auth_token` (single use), or an error text.
+
+    Raises AuthTokenStoreUnavailable when single use cannot be checked.
+    """
     pending = session.get(SESSION_KEY, {})
     entry = pending.pop(auth_token, None) if auth_token else None
     session[SESSION_KEY] = pending
-    if entry is None:
+    if entry is None or not _auth_token_claim(auth_token):
         return None, "Unknown or already used auth_token; start again from the CLI."
     if entry["expires_at"] <= time.time():
         return None, "The authorization session expired; start again from the CLI."

@@ -4,6 +4,7 @@ Each hook is small and names the rule it enforces; DOT's flow and models stay as
 """
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.models import get_grant_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
@@ -11,7 +12,7 @@ from oauthlib.oauth2.rfc6749 import errors
 
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.selectors import token_checksum
-from oauth_cli.services import token_family_create, token_family_revoke
+from oauth_cli.services import installation_ensure, token_family_create, token_family_revoke
 
 
 class _TokenReplayed(Exception):
@@ -37,10 +38,18 @@ class CliOAuth2Validator(OAuth2Validator):
 
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         """RFC 6749 §4.1.2 / RFC 9700 §4.5: a code is single-use; on replay the authorization
-        server SHOULD revoke the tokens issued from it, which we do."""
+        server SHOULD revoke the tokens issued from it, which we do. RFC 6749 §5.2
+        `invalid_grant` also when its user was deactivated since the consent."""
         if "\x00" in code:  # PostgreSQL text cannot hold NUL: not a code we issued
             return False
-        grant = get_grant_model().objects.filter(code=code, application=client).first()
+        grant = (
+            get_grant_model()
+            .objects.filter(code=code, application=client)
+            .select_related("user")
+            .first()
+        )
+        if grant is not None and not grant.user.is_active:
+            return False  # deactivated since consent: refused, the code simply expires
         if grant is not None and not grant.is_expired():
             # Later hooks read this copy: a concurrent exchange may delete the row meanwhile,
             # and the consuming DELETE in _save_bearer_token then settles who won.
@@ -54,6 +63,13 @@ class CliOAuth2Validator(OAuth2Validator):
         if family is not None:
             token_family_revoke(family_id=family.pk)
         return False
+
+    def save_authorization_code(self, client_id, code, request, *args, **kwargs):
+        """The user's Installation is created with the code, in one transaction, and only when
+        a code is issued: a refused or failed approval leaves no connection without tokens."""
+        with transaction.atomic():
+            super().save_authorization_code(client_id, code, request, *args, **kwargs)
+            installation_ensure(user=request.user, application=request.client)
 
     def get_code_challenge(self, code, request):
         return request.cli_grant.code_challenge or None
@@ -80,7 +96,8 @@ class CliOAuth2Validator(OAuth2Validator):
         if family is None or not family.is_live:
             token_family_revoke(family_id=rt.token_family)
             return False
-        return True
+        # A deactivated user is refused, not disconnected: reactivation restores the CLI.
+        return rt.user.is_active
 
     def _mark_family_revoked(self, refresh_token):
         """DOT revoked the family of a reused token; record it on our family row too."""

@@ -1,7 +1,7 @@
 """OAuth protocol endpoints for the official CLI: thin subclasses of DOT's views.
 
-Protocol errors are `{error, error_description}` (RFC 6749 §5.2); rate limits and server
-errors use the business envelope (spec "Errors" rule 3).
+Protocol errors are `{error, error_description}` (RFC 6749 §5.2); rate limits, wrong methods
+and server errors use the business envelope (DESIGN.md "Errors").
 """
 
 import json
@@ -15,20 +15,20 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import render
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
 
 from config.api.errors import json_error
 from config.api.ratelimit import rate_limit_consume
+from config.api.views import require_get
 from oauth_cli.authorize import (
+    AuthTokenStoreUnavailable,
     authorize_request_error,
     pending_authorization_create,
     pending_authorization_take,
 )
 from oauth_cli.selectors import cli_application
-from oauth_cli.services import installation_ensure
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,16 @@ def _protect_page(
     return response
 
 
-@require_GET
+class EnvelopeMethodNotAllowedMixin:
+    """A method the view does not serve: the envelope's 405 with `Allow` (DESIGN.md "Errors"),
+    instead of Django's empty one."""
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        allow = ", ".join(self._allowed_methods())
+        return json_error(request, "method_not_allowed", headers={"Allow": allow})
+
+
+@require_get
 def authorization_server_metadata(request):
     """RFC 8414 discovery document."""
     limited = rate_limited_response(request, "metadata")
@@ -105,17 +114,21 @@ def authorization_server_metadata(request):
 
 
 @method_decorator(csrf_exempt, name="dispatch")  # checked below against the `_token` field
-class CliAuthorizationView(AuthorizationView):
-    """GET shows the consent page; POST approves, DELETE (or `_method=DELETE`) refuses."""
+class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
+    """GET (and HEAD) shows the consent page; POST approves, DELETE (or `_method=DELETE`)
+    refuses."""
 
     template_name = "oauth_cli/consent.html"
-    http_method_names = ["get", "post", "delete"]
+    http_method_names = ["get", "head", "post", "delete"]
 
     def dispatch(self, request, *args, **kwargs):
         limited = rate_limited_response(request, "authorize")
         if limited:
             return limited
-        if request.method == "GET":
+        # The method first: a wrong one is a 405 whoever asks, signed in or not.
+        if request.method.lower() not in self.http_method_names:
+            return self.http_method_not_allowed(request, *args, **kwargs)
+        if request.method in ("GET", "HEAD"):
             error = authorize_request_error(request.GET)
             if error is not None:
                 return self._authorize_error(request, error)
@@ -209,7 +222,16 @@ class CliAuthorizationView(AuthorizationView):
             return oauth_error(
                 request, "invalid_request", "CSRF token (_token) missing or incorrect.", 403
             )
-        entry, problem = pending_authorization_take(request.session, form.get("auth_token", ""))
+        try:
+            entry, problem = pending_authorization_take(request.session, form.get("auth_token", ""))
+        except AuthTokenStoreUnavailable:
+            logger.exception("consent: cannot record the auth_token as used")
+            return oauth_error(
+                request,
+                "temporarily_unavailable",
+                "The answer could not be recorded; start again from the CLI in a moment.",
+                503,
+            )
         if entry is None:
             return oauth_error(request, "invalid_request", problem)
         if entry["user_id"] != request.user.pk:
@@ -233,8 +255,8 @@ class CliAuthorizationView(AuthorizationView):
             "code_challenge": entry["code_challenge"],
             "code_challenge_method": entry["code_challenge_method"],
         }
-        if allow:
-            installation_ensure(user=request.user, application=application)
+        # The Installation is written with the code, in its transaction (validator's
+        # save_authorization_code): a refused or failed issue leaves no connection behind.
         try:
             uri, _headers, _body, _status = self.create_authorization_response(
                 request=request,
@@ -247,8 +269,10 @@ class CliAuthorizationView(AuthorizationView):
         return self.redirect(uri, application)
 
 
-class CliTokenView(TokenView):
+class CliTokenView(EnvelopeMethodNotAllowedMixin, TokenView):
     """RFC 6749 §4.1.3 and §6, with PKCE (RFC 7636) and rotation; per-IP rate limit."""
+
+    http_method_names = ["post"]
 
     def post(self, request, *args, **kwargs):
         limited = rate_limited_response(request, "token")
@@ -262,8 +286,10 @@ class CliTokenView(TokenView):
         return response
 
 
-class CliRevokeTokenView(RevokeTokenView):
+class CliRevokeTokenView(EnvelopeMethodNotAllowedMixin, RevokeTokenView):
     """RFC 7009; answers `[]` on success, unknown tokens included."""
+
+    http_method_names = ["post"]
 
     def post(self, request, *args, **kwargs):
         limited = rate_limited_response(request, "revoke")

@@ -421,3 +421,93 @@ def test_nul_bytes_in_authorize_parameters_are_errors_not_500(signed_in, field):
     response = signed_in.get(authorize_url(params))
 
     assert response.status_code in (200, 302, 400)
+
+
+def test_auth_token_is_single_use_even_when_a_stale_session_copy_is_saved_back(signed_in, user):
+    # given: the session as a second request (a double-click) loaded it, before the first saved
+    fields = consent(signed_in, authorize_params())
+    stale = dict(signed_in.session.items())
+    assert signed_in.post("/oauth/authorize", fields).status_code == 303
+
+    # when: that second request saves its copy, with the auth_token still in it, and answers
+    session = signed_in.session
+    session.update(stale)
+    session.save()
+    again = signed_in.post("/oauth/authorize", fields)
+
+    # then
+    assert again.status_code == 400
+    assert again.json()["error"] == "invalid_request"
+    assert Grant.objects.filter(user=user).count() == 1
+
+
+def test_approve_answers_temporarily_unavailable_when_single_use_cannot_be_checked(
+    signed_in, user, monkeypatch
+):
+    from django.core.cache import cache
+
+    fields = consent(signed_in, authorize_params())
+
+    def cache_down(*args, **kwargs):
+        raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(cache, "add", cache_down)
+
+    response = signed_in.post("/oauth/authorize", fields)
+
+    assert response.status_code == 503
+    assert response.json()["error"] == "temporarily_unavailable"
+    assert not Grant.objects.filter(user=user).exists()
+    assert not Installation.objects.filter(user=user).exists()
+
+
+def _refuse_scopes(*args, **kwargs):
+    return False
+
+
+def _fail_storing_the_code(self, request, code, expires=None):
+    from oauthlib.oauth2.rfc6749 import errors
+
+    raise errors.InvalidRequestError(description="storage refused", request=request)
+
+
+@pytest.mark.parametrize(
+    ("hook", "replacement"),
+    [
+        ("validate_scopes", _refuse_scopes),  # oauthlib refuses: an error redirect
+        ("_create_authorization_code", _fail_storing_the_code),  # issuing itself fails
+    ],
+)
+def test_failed_approval_leaves_no_installation(signed_in, user, monkeypatch, hook, replacement):
+    from oauth_cli.validators import CliOAuth2Validator
+
+    fields = consent(signed_in, authorize_params())
+    monkeypatch.setattr(CliOAuth2Validator, hook, replacement)
+
+    response = signed_in.post("/oauth/authorize", fields)
+
+    assert response.status_code in (303, 400)
+    assert "code=" not in response.get("Location", "")
+    assert not Grant.objects.filter(user=user).exists()
+    assert not Installation.objects.filter(user=user).exists()
+
+
+def test_installation_and_code_are_written_together(signed_in, user, monkeypatch):
+    """A code never exists without its installation: a failure creating the installation
+    takes the code back too."""
+    from oauth_cli import validators
+
+    fields = consent(signed_in, authorize_params())
+
+    def installation_fails(**kwargs):
+        raise RuntimeError("installation insert failed")
+
+    monkeypatch.setattr(validators, "installation_ensure", installation_fails)
+    browser = Client(raise_request_exception=False)
+    browser.cookies = signed_in.cookies
+
+    response = browser.post("/oauth/authorize", fields)
+
+    assert response.status_code == 500
+    assert not Grant.objects.filter(user=user).exists()
+    assert not Installation.objects.filter(user=user).exists()

@@ -1,5 +1,6 @@
 """Races on PostgreSQL with real threads: a family never forks, a code never yields twice."""
 
+import copy
 import threading
 
 import pytest
@@ -71,3 +72,25 @@ def test_concurrent_exchanges_of_one_code_issue_at_most_one_token(user):
     assert all(r.json()["error"] == "invalid_grant" for r in responses if r.status_code != 200)
     assert TokenFamily.objects.count() <= 1
     assert RefreshToken.objects.count() <= 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_approvals_of_one_consent_issue_one_code(user):
+    """A double-click on Approve: requests of one session, each with its own copy of it."""
+    from oauth2_provider.models import Grant
+
+    from tests.oauth_cli.flow import consent
+
+    browser = Client()
+    browser.force_login(user)
+    fields = consent(browser, authorize_params())
+
+    def approve_click():
+        click = Client()
+        click.cookies = copy.deepcopy(browser.cookies)  # same session, own cookie jar
+        return click.post("/oauth/authorize", fields)
+
+    responses = race(approve_click, count=5)
+
+    assert sorted(r.status_code for r in responses) == [303, 400, 400, 400, 400]
+    assert Grant.objects.filter(user=user).count() == 1

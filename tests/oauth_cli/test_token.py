@@ -310,3 +310,64 @@ def test_nul_bytes_in_refresh_and_revoke_are_handled(client):
     assert refresh(client, "abc\x00").json()["error"] == "invalid_grant"
     revoke = client.post("/oauth/revoke", {"client_id": settings.CLI_CLIENT_ID, "token": "a\x00"})
     assert revoke.status_code == 200
+
+
+def test_deactivated_user_cannot_exchange_a_code(client, code_and_verifier, user):
+    code, verifier = code_and_verifier
+    user.is_active = False
+    user.save()
+
+    response = exchange(client, code, verifier)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_grant"
+    assert not AccessToken.objects.exists()
+
+
+def test_deactivated_user_cannot_refresh(client, tokens, user):
+    user.is_active = False
+    user.save()
+
+    response = refresh(client, tokens["refresh_token"])
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_grant"
+    assert AccessToken.objects.filter(source_refresh_token__isnull=False).count() == 0
+    # reactivated, the untouched family works again: deactivation refuses, it does not revoke
+    user.is_active = True
+    user.save()
+    assert refresh(client, tokens["refresh_token"]).status_code == 200
+
+
+def test_omitted_scope_yields_an_admin_token(client, signed_in):
+    verifier, challenge = pkce_pair()
+    params = authorize_params(code_challenge=challenge, scope=None)
+    assert "scope" not in params
+    code = approve(signed_in, params)["code"]
+
+    response = exchange(client, code, verifier)
+
+    assert response.status_code == 200
+    assert response.json()["scope"] == "admin"
+    assert AccessToken.objects.get().scope == "admin"
+
+
+def test_token_request_without_redirect_uri_is_refused(client, code_and_verifier):
+    code, verifier = code_and_verifier
+
+    response = client.post(
+        "/oauth/token",
+        {
+            "grant_type": "authorization_code",
+            "client_id": settings.CLI_CLIENT_ID,
+            "code": code,
+            "code_verifier": verifier,
+        },
+    )
+
+    # two URIs are registered, so DOT has no default to fall back on: MissingRedirectURIError
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_request"
+    assert "redirect" in response.json()["error_description"].lower()
+    assert not AccessToken.objects.exists()
+    assert Grant.objects.filter(code=code).exists()  # refused before the code was consumed
