@@ -43,7 +43,7 @@ FILTER_PARAMETERS = [
     ),
     OpenApiParameter(
         "subject_id",
-        {"type": "string", "maxLength": SUBJECT_ID_MAX_LENGTH},
+        {"type": "string", "minLength": 1, "maxLength": SUBJECT_ID_MAX_LENGTH},
         description="Only events about this subject id (at most 100 characters).",
     ),
 ]
@@ -63,6 +63,10 @@ def event_filters_from(request) -> dict[str, str]:
     """The journal filters of the query (DESIGN.md: over-long or unknown values -> 422)."""
     params = request.query_params
     filters, errors = {}, {}
+    # An empty value is no filter the client can mean (filtering on nothing, or not at all?).
+    for name in ("type", "subject_type", "subject_id"):
+        if params.get(name) == "":
+            errors[name] = ["must not be empty; omit the parameter to leave it out"]
     event_type = params.get("type")
     if event_type:
         if len(event_type) > TYPE_MAX_LENGTH:

@@ -140,6 +140,9 @@ def test_filters_by_type_subject_type_and_subject_id(auth_client, store):
         ({"subject_type": "invoice"}, "subject_type"),
         ({"subject_id": "1" * 101}, "subject_id"),
         ({"subject_id": "a\x00b"}, "subject_id"),
+        ({"type": ""}, "type"),
+        ({"subject_type": ""}, "subject_type"),
+        ({"subject_id": ""}, "subject_id"),
     ],
 )
 def test_invalid_filters_are_422_naming_the_filter(auth_client, params, param):
