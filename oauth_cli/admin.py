@@ -1,6 +1,17 @@
 import oauth2_provider.admin  # noqa: F401  (registers DOT's admins, replaced below)
 from django.contrib import admin, messages
-from oauth2_provider.models import get_application_admin_class, get_application_model
+from oauth2_provider.models import (
+    get_access_token_admin_class,
+    get_access_token_model,
+    get_application_admin_class,
+    get_application_model,
+    get_grant_admin_class,
+    get_grant_model,
+    get_id_token_admin_class,
+    get_id_token_model,
+    get_refresh_token_admin_class,
+    get_refresh_token_model,
+)
 
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.services import installation_revoke, token_family_revoke
@@ -8,12 +19,8 @@ from oauth_cli.services import installation_revoke, token_family_revoke
 Application = get_application_model()
 
 
-class CliApplicationAdmin(get_application_admin_class()):
-    """View only. The one client is defined by settings and `manage.py ensure_cli_client`;
-    the admin must not add clients (they would be refused anyway) or change the CLI's type,
-    grant, consent skipping, secret or redirect URIs."""
-
-    def has_add_permission(self, request):
+class ViewOnlyAdminMixin:
+    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
@@ -23,9 +30,23 @@ class CliApplicationAdmin(get_application_admin_class()):
         return False
 
 
-if admin.site.is_registered(Application):
-    admin.site.unregister(Application)
-admin.site.register(Application, CliApplicationAdmin)
+# DOT's own admins, view only. The one client is defined by settings and `manage.py
+# ensure_cli_client`: the admin must not add clients (they would be refused anyway) or change
+# the CLI's type, grant, consent skipping, secret or redirect URIs. Tokens and codes are not
+# minted or edited by hand; they are revoked through installations and token families below,
+# which keep the family bookkeeping right.
+for model, admin_class in [
+    (Application, get_application_admin_class()),
+    (get_access_token_model(), get_access_token_admin_class()),
+    (get_refresh_token_model(), get_refresh_token_admin_class()),
+    (get_grant_model(), get_grant_admin_class()),
+    (get_id_token_model(), get_id_token_admin_class()),
+]:
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+    admin.site.register(
+        model, type(f"ViewOnly{admin_class.__name__}", (ViewOnlyAdminMixin, admin_class), {})
+    )
 
 
 class TokenFamilyInline(admin.TabularInline):

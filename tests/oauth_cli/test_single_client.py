@@ -150,3 +150,13 @@ def test_admin_shows_the_cli_client_read_only(cli_application):
     assert cli_application.skip_authorization is False
     assert cli_application.client_secret == ""
     assert "localhost" not in cli_application.redirect_uris
+
+
+@pytest.mark.parametrize("model", ["accesstoken", "refreshtoken", "grant", "idtoken"])
+def test_admin_cannot_mint_tokens_or_codes_by_hand(model):
+    # Tokens and codes come only from the protocol; revocation goes through installations.
+    client = _admin_client()
+
+    assert client.get(f"/admin/oauth2_provider/{model}/").status_code == 200
+    assert client.get(f"/admin/oauth2_provider/{model}/add/").status_code == 403
+    assert client.post(f"/admin/oauth2_provider/{model}/add/", {}).status_code == 403
