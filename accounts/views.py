@@ -34,6 +34,8 @@ class MeView(APIView):
 
 class PermissionsView(APIView):
     permission_classes = [StorePermission]
+    # Any valid credential with a resolvable store may ask what it may do (docs/decisions.md).
+    permission_area = None
 
     @extend_schema(
         operation_id="permissions_retrieve",

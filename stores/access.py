@@ -3,10 +3,14 @@
 Every store-scoped view uses `StorePermission`: it resolves the store from X-STORE (or the
 API key's current/first store), re-checks the membership, and requires the view's area
 permission from key abilities ∩ role permissions. The result is `request.store`.
+
+Both checks fail closed: a view that forgets to say what it requires is a configuration error
+(ImproperlyConfigured, a 500), never an open door. Opting out is explicit (`None`).
 """
 
 from dataclasses import dataclass
 
+from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import BasePermission
 
 from accounts.abilities import effective_abilities
@@ -43,14 +47,21 @@ def resolve_store_context(request) -> StoreContext:
             )
     elif credential.requires_store_header:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
+    elif credential.current_store_id is not None:
+        membership = membership_for(credential=credential, store_id=credential.current_store_id)
+        if membership is None:
+            # Spec "Authentication" rule 2: the first store is the fallback only when no current
+            # store is selected; an integration pinned to one store must never act on another.
+            raise Forbidden(
+                "The API key's current store is no longer accessible; select another store "
+                "with X-STORE or change the key's current store.",
+                param=STORE_HEADER,
+            )
     else:
         membership = None
-        if credential.current_store_id is not None:
-            membership = membership_for(credential=credential, store_id=credential.current_store_id)
-        if membership is None:
-            first = stores_accessible(credential=credential).first()
-            if first is not None:
-                membership = membership_for(credential=credential, store_id=first.id)
+        first = stores_accessible(credential=credential).first()
+        if first is not None:
+            membership = membership_for(credential=credential, store_id=first.id)
         if membership is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
     context = StoreContext(
@@ -67,13 +78,22 @@ def required_permission(area: str, method: str) -> str:
 
 
 class StorePermission(BasePermission):
-    """Resolves the store and requires `view.permission_area` (read for GET, else write)."""
+    """Resolves the store and requires `view.permission_area` (read for GET, else write).
+
+    `permission_area = None` (deliberately) resolves the store without an area check, for
+    `/permissions`, which tells a client what it may do.
+    """
 
     def has_permission(self, request, view):
         if request.auth is None:
             return False
+        if not hasattr(view, "permission_area"):
+            raise ImproperlyConfigured(
+                f"{type(view).__name__} uses StorePermission without `permission_area`; "
+                "name the area, or set it to None to require no area permission."
+            )
         context = resolve_store_context(request)
-        area = getattr(view, "permission_area", None)
+        area = view.permission_area
         if area is not None:
             needed = required_permission(area, request.method)
             if needed not in context.effective_abilities:
@@ -93,15 +113,33 @@ class ApiKeyOnly(BasePermission):
         return True
 
 
+def _serves(view, method: str) -> bool:
+    """Whether `view` answers `method` (DRF checks permissions before it answers 405)."""
+    if method == "OPTIONS":
+        # APIView always has options(); without a metadata class it answers 405.
+        return view.metadata_class is not None
+    return method.lower() in view.http_method_names and hasattr(view, method.lower())
+
+
 class HasAbility(BasePermission):
-    """Requires an account-level ability: `view.required_abilities` maps method to ability."""
+    """Requires an account-level ability: `view.required_abilities` maps each method the view
+    serves to an ability, or to None (deliberately none). An unlisted method is a
+    configuration error, not a free pass."""
 
     def has_permission(self, request, view):
         if request.auth is None:
             return False
         # HEAD is a GET without a body: it needs what GET needs.
         method = "GET" if request.method == "HEAD" else request.method
-        ability = getattr(view, "required_abilities", {}).get(method)
-        if ability and not request.auth.grants(ability):
+        required = getattr(view, "required_abilities", {})
+        if method not in required:
+            if not _serves(view, method):
+                return True  # the view answers 405
+            raise ImproperlyConfigured(
+                f"{type(view).__name__} serves {method} but `required_abilities` does not "
+                "list it; map it to an ability, or to None to require none."
+            )
+        ability = required[method]
+        if ability is not None and not request.auth.grants(ability):
             raise Forbidden(f"This credential lacks the '{ability}' ability.")
         return True

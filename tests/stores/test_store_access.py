@@ -2,8 +2,15 @@
 abilities"), through a minimal `coupon`-area view registered only in the test URLconf."""
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.urls import URLResolver, get_resolver
+from rest_framework.response import Response
+from rest_framework.test import APIRequestFactory
+from rest_framework.views import APIView
 
 from accounts.abilities import ROLE_STAFF
+from accounts.views import PermissionsView as AccountPermissionsView
+from stores.access import HasAbility, StorePermission
 from stores.models import Membership
 from tests.factories import MembershipFactory, StoreFactory, make_api_key
 
@@ -49,10 +56,32 @@ def test_without_x_store_or_current_store_the_first_store_is_used(user, client_f
     assert resolved_store(client_for(secret).get(AREA_URL)) == min(stores, key=lambda s: s.id).slug
 
 
-def test_current_store_no_longer_accessible_falls_back_to_first_store(user, store, client_for):
+def test_current_store_no_longer_accessible_is_403_not_another_store(user, store, client_for):
+    # given: a key pinned to `second`; the user still belongs to `store` (lower id)
     second = MembershipFactory(user=user).store
     secret = make_api_key(user, current_store=second)
+    # when: the membership of the pinned store is removed
     Membership.objects.filter(user=user, store=second).delete()
+    # then: refused (spec: the first store is the fallback only with no current store)
+    body = assert_store_forbidden(client_for(secret).get(AREA_URL))
+    assert "current store" in body["message"]
+    # naming an accessible store explicitly still works
+    assert resolved_store(client_for(secret, HTTP_X_STORE=store.slug).get(AREA_URL)) == store.slug
+
+
+def test_current_store_outside_the_keys_selected_stores_is_403(user, store, client_for):
+    # given: the current store is one the user belongs to, but not one the key was restricted to
+    second = MembershipFactory(user=user).store
+    secret = make_api_key(user, store_access="selected", stores=[store], current_store=second)
+    # then
+    assert_store_forbidden(client_for(secret).get(AREA_URL))
+
+
+def test_current_store_deleted_counts_as_no_current_store(user, store, client_for):
+    # The key's current_store is SET_NULL on deletion: nothing is selected any more.
+    second = MembershipFactory(user=user).store
+    secret = make_api_key(user, current_store=second)
+    second.delete()
     assert resolved_store(client_for(secret).get(AREA_URL)) == store.slug
 
 
@@ -168,3 +197,83 @@ def test_account_operations_do_not_need_x_store_with_oauth(oauth_resolver, user,
 @pytest.mark.parametrize("slug", ["bad\x00slug", "x" * 64, "sköp", "a b", "../etc"])
 def test_impossible_slugs_answer_like_unknown_ones(slug, auth_client):
     assert_store_forbidden(auth_client.get(AREA_URL, HTTP_X_STORE=slug))
+
+
+# Fail closed: a view that does not say what it requires is a configuration error.
+
+
+class ViewWithoutArea(APIView):
+    permission_classes = [StorePermission]
+
+    def get(self, request):
+        return Response({"data": {}})
+
+
+class ViewWithoutPostAbility(APIView):
+    permission_classes = [HasAbility]
+    required_abilities = {"GET": "account:read"}
+
+    def get(self, request):
+        return Response({"data": {}})
+
+    def post(self, request):
+        return Response({"data": {}}, status=201)
+
+
+def call_view(view_class, method, secret):
+    request = getattr(APIRequestFactory(), method)(
+        "/api/v2/unrouted", HTTP_AUTHORIZATION=f"Bearer {secret}"
+    )
+    return view_class.as_view()(request)
+
+
+def test_store_permission_without_permission_area_fails_closed(api_key, caplog):
+    response = call_view(ViewWithoutArea, "get", api_key)
+    assert response.status_code == 500
+    assert response.data["code"] == "api_error"
+    [record] = [r for r in caplog.records if r.exc_info]
+    assert record.exc_info[0] is ImproperlyConfigured
+
+
+def test_has_ability_with_an_unlisted_served_method_fails_closed(api_key, caplog):
+    assert call_view(ViewWithoutPostAbility, "get", api_key).status_code == 200
+    response = call_view(ViewWithoutPostAbility, "post", api_key)
+    assert response.status_code == 500
+    [record] = [r for r in caplog.records if r.exc_info]
+    assert record.exc_info[0] is ImproperlyConfigured
+
+
+def test_has_ability_lets_unserved_methods_reach_the_405(api_key):
+    assert call_view(ViewWithoutPostAbility, "delete", api_key).status_code == 405
+    assert call_view(ViewWithoutPostAbility, "options", api_key).status_code == 405
+
+
+def test_permissions_endpoint_opts_out_of_the_area_check(user, store, client_for):
+    # a key with no area ability at all may still ask what it may do
+    client = client_for(make_api_key(user, abilities=["account:read"]))
+    response = client.get("/api/v2/permissions")
+    assert response.status_code == 200
+    assert response.json()["data"]["effective_abilities"] == ["account:read"]
+
+
+def routed_api_views(patterns=None):
+    """Every DRF view class the project routes (tests' URLconf included)."""
+    for pattern in patterns if patterns is not None else get_resolver().url_patterns:
+        if isinstance(pattern, URLResolver):
+            yield from routed_api_views(pattern.url_patterns)
+        elif getattr(pattern.callback, "cls", None) is not None:
+            yield pattern.callback.cls
+
+
+def test_every_routed_view_says_what_it_requires():
+    # The runtime check raises on the first request; this finds a forgotten rule before that.
+    views = set(routed_api_views())
+    assert AccountPermissionsView in views
+    for view in views:
+        permissions = view.permission_classes
+        if StorePermission in permissions:
+            assert hasattr(view, "permission_area"), view
+        if HasAbility in permissions:
+            served = {m.upper() for m in view.http_method_names if hasattr(view, m)}
+            served -= {"HEAD", "OPTIONS"}
+            assert served <= set(view.required_abilities), view
