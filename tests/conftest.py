@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
@@ -59,3 +61,15 @@ def client_for():
         return client
 
     return make
+
+
+# 30 s into a one-minute window (1_800_000_000 is a multiple of 60).
+FROZEN_RATE_LIMIT_NOW = 1_800_000_030.0
+
+
+@pytest.fixture
+def frozen_rate_limit_clock(monkeypatch):
+    """Stops the clock the rate limiter reads, 30 s into a window: requests of one test can
+    never fall into two windows (a fresh budget mid-test), and Reset/Retry-After are exact."""
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW))
+    return FROZEN_RATE_LIMIT_NOW

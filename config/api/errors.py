@@ -157,12 +157,19 @@ class CursorExpired(ApiError):
 
 
 class RateLimited(ApiError):
+    """429 with Retry-After. `credential_budget` says the per-credential request budget refused
+    the request; only then does the 429 carry X-RateLimit-* (they describe that budget, and
+    would say "118 left" on a 429 of another limit, such as one new store per 60 s)."""
+
     code = "rate_limit_exceeded"
 
-    def __init__(self, retry_after: int, message: str | None = None):
+    def __init__(
+        self, retry_after: int, message: str | None = None, *, credential_budget: bool = False
+    ):
         retry_after = max(1, int(retry_after))
         super().__init__(message, headers={"Retry-After": str(retry_after)})
         self.retry_after = retry_after
+        self.credential_budget = credential_budget
 
 
 class ValidationFailed(ApiError):
@@ -236,7 +243,7 @@ def _from_drf(exc: drf_exceptions.APIException) -> ApiError:
     if isinstance(exc, drf_exceptions.NotFound):
         return NotFound()
     if isinstance(exc, drf_exceptions.Throttled):
-        return RateLimited(exc.wait or 1)
+        return RateLimited(exc.wait or 1, credential_budget=True)
     simple = {
         drf_exceptions.MethodNotAllowed: "method_not_allowed",
         drf_exceptions.NotAcceptable: "not_acceptable",
@@ -273,6 +280,9 @@ def api_exception_handler(exc, context):
     response = api_error_response(exc, request)
     if isinstance(exc, Unauthenticated):
         response["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, RateLimited) and not exc.credential_budget:
+        # Read by RateLimitHeadersMiddleware: this 429 is not about the request budget.
+        response.omit_rate_limit_headers = True
     return response
 
 

@@ -60,6 +60,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.api.middleware.RateLimitHeadersMiddleware",
+    "config.api.middleware.AllowHeaderMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -1,5 +1,6 @@
 """The one error envelope (spec "Errors", DESIGN.md "Errors") for every status we answer."""
 
+import logging
 import re
 
 import pytest
@@ -7,6 +8,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from config.api.errors import ERROR_CODES
+from config.api.middleware import RequestIdLogFilter
 from tests.factories import make_api_key
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +20,12 @@ def assert_envelope(response, status, type_, code, param=None):
     assert response.status_code == status
     assert response["Content-Type"].startswith("application/json")
     body = response.json()
-    assert set(body) - {"errors"} == ENVELOPE_KEYS
+    # `errors` only on validation errors (spec "Errors"), and always there.
+    assert set(body) == (ENVELOPE_KEYS | {"errors"} if status == 422 else ENVELOPE_KEYS)
+    if status == 422:
+        assert body["errors"] and all(
+            isinstance(messages, list) and messages for messages in body["errors"].values()
+        )
     assert body["type"] == type_
     assert body["code"] == code
     assert body["status"] == status
@@ -79,6 +86,31 @@ def test_405(auth_client):
 def test_405_options_is_not_served(auth_client):
     response = auth_client.options("/api/v2/stores")
     assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
+    # the 405's Allow names what the path serves, and not the method just refused
+    assert response["Allow"] == "GET, POST, HEAD"
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v2/me", "/api/v2/stores", "/api/v2/permissions", "/api/v1/coupons"]
+)
+def test_allow_lists_only_methods_that_are_served(path, auth_client):
+    allowed = [m.strip() for m in auth_client.get(path)["Allow"].split(",")]
+    assert "OPTIONS" not in allowed
+    assert auth_client.options(path).status_code == 405
+    for method in allowed:
+        if method in ("GET", "HEAD"):
+            response = auth_client.generic(method, path)
+            assert response.status_code == 200, (method, path)
+        else:
+            # an empty body: any answer but 405 shows the method is served
+            response = auth_client.generic(method, path, "{}", content_type="application/json")
+            assert response.status_code != 405, (method, path)
+
+
+def test_405_of_an_unsupported_method_keeps_an_honest_allow(auth_client):
+    response = auth_client.delete("/api/v2/me")
+    assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
+    assert response["Allow"] == "GET, HEAD"
 
 
 def test_405_on_plain_django_views():
@@ -112,7 +144,7 @@ def test_422_names_the_field_and_lists_errors(auth_client):
     assert body["errors"]["slug"][0]
 
 
-def test_429(auth_client, settings):
+def test_429(auth_client, settings, frozen_rate_limit_clock):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
     auth_client.get("/api/v2/me")
     response = auth_client.get("/api/v2/me")
@@ -200,3 +232,74 @@ def test_400_for_a_deeply_nested_body(auth_client):
         "/api/v2/stores", body, content_type="application/json", HTTP_IDEMPOTENCY_KEY="k"
     )
     assert_envelope(response, 400, "invalid_request_error", "bad_request", param="body")
+
+
+@pytest.mark.parametrize(
+    "charset", ["rot13", "rot_13", "zlib", "zlib_codec", "bz2", "base64", "hex"]
+)
+def test_415_for_a_charset_that_is_not_a_text_encoding(charset, auth_client):
+    # Python's bytes-to-bytes and str-to-str codecs raised TypeError/zlib.error/OSError: a 500.
+    response = auth_client.post(
+        "/api/v2/stores",
+        b'{"name": "Shop", "slug": "shoppe"}',
+        content_type=f"application/json; charset={charset}",
+        HTTP_IDEMPOTENCY_KEY="k",
+    )
+    body = assert_envelope(response, 415, "invalid_request_error", "unsupported_media_type")
+    assert charset in body["message"]
+
+
+@pytest.mark.parametrize("charset", ["no-such-charset", '"bogus"', ""])
+def test_415_for_an_unknown_charset(charset, auth_client):
+    response = auth_client.post(
+        "/api/v2/stores",
+        b'{"name": "Shop", "slug": "shoppe"}',
+        content_type=f"application/json; charset={charset}",
+        HTTP_IDEMPOTENCY_KEY="k",
+    )
+    assert_envelope(response, 415, "invalid_request_error", "unsupported_media_type")
+
+
+@pytest.mark.parametrize(
+    ("charset", "body"),
+    [
+        ("utf-8", b'{"name": "\xff", "slug": "shoppe"}'),
+        ("utf-16", b'{\x00"\x00'),
+        ("ascii", '{"name": "caf\u00e9", "slug": "shoppe"}'.encode("latin-1")),
+    ],
+)
+def test_400_for_a_body_the_declared_charset_cannot_decode(charset, body, auth_client):
+    response = auth_client.post(
+        "/api/v2/stores",
+        body,
+        content_type=f"application/json; charset={charset}",
+        HTTP_IDEMPOTENCY_KEY="k",
+    )
+    assert_envelope(response, 400, "invalid_request_error", "bad_request", param="body")
+
+
+def test_a_text_charset_other_than_utf8_is_decoded(auth_client):
+    response = auth_client.post(
+        "/api/v2/stores",
+        '{"name": "Caf\u00e9", "slug": "cafe"}'.encode("latin-1"),
+        content_type="application/json; charset=ISO-8859-1",
+        HTTP_IDEMPOTENCY_KEY="k",
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["data"]["name"] == "Caf\u00e9"
+
+
+def test_every_request_is_logged_with_its_request_id(auth_client, caplog):
+    # The console handler of LOGGING carries this filter; caplog's handler gets the same one.
+    caplog.handler.addFilter(RequestIdLogFilter())
+    with caplog.at_level(logging.INFO, logger="storefront.requests"):
+        response = auth_client.get("/api/v2/nothing-here")
+    assert response.status_code == 404
+    lines = [
+        record
+        for record in caplog.records
+        if record.name == "storefront.requests" and record.request_id == response["X-Request-Id"]
+    ]
+    assert len(lines) == 1
+    assert lines[0].levelno == logging.INFO
+    assert re.fullmatch(r"GET /api/v2/nothing-here 404 \d+\.\dms", lines[0].getMessage())

@@ -1,14 +1,17 @@
 """Per-credential rate limits on Redis, failing open (DESIGN.md "Limits and rate limits")."""
 
 import socket
+from types import SimpleNamespace
 
 import pytest
 from django.test import override_settings
 
 from config.api import ratelimit
+from tests.conftest import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
 
-pytestmark = pytest.mark.django_db
+# Every test here runs on a stopped limiter clock: a minute boundary cannot split a test.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen_rate_limit_clock")]
 
 
 def dead_redis_url():
@@ -35,8 +38,22 @@ def test_normal_responses_carry_the_budget(auth_client, settings):
         response = auth_client.get("/api/v2/me")
         assert response.status_code == 200
         assert response["X-RateLimit-Limit"] == "3"
+        assert response["X-RateLimit-Reset"] == "30"
         remaining.append(response["X-RateLimit-Remaining"])
     assert remaining == ["2", "1", "0"]
+
+
+def test_a_new_window_brings_a_fresh_budget(auth_client, settings, monkeypatch):
+    settings.API_RATE_LIMIT_PER_MINUTE = 1
+    auth_client.get("/api/v2/me")
+    assert auth_client.get("/api/v2/me").status_code == 429
+    # when: the clock reaches the next window
+    next_window = SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW + 30)
+    monkeypatch.setattr(ratelimit, "time", next_window)
+    # then
+    response = auth_client.get("/api/v2/me")
+    assert response.status_code == 200
+    assert response["X-RateLimit-Reset"] == "60"
 
 
 def test_over_the_budget_is_429_with_retry_after(auth_client, settings):
@@ -46,8 +63,11 @@ def test_over_the_budget_is_429_with_retry_after(auth_client, settings):
     response = auth_client.get("/api/v2/me")
     assert response.status_code == 429
     assert response.json()["code"] == "rate_limit_exceeded"
-    assert 1 <= int(response["Retry-After"]) <= 60
+    # the clock stands 30 s into the window
+    assert response["Retry-After"] == "30"
+    assert response["X-RateLimit-Limit"] == "2"
     assert response["X-RateLimit-Remaining"] == "0"
+    assert response["X-RateLimit-Reset"] == "30"
 
 
 def test_budgets_are_per_credential(user, auth_client, client_for, settings):

@@ -8,9 +8,11 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+import stores.views
 from config.api.idempotency import idempotency_keys_prune
 from config.api.models import IdempotencyKey
 from stores.models import Membership, Store
+from stores.services import store_create
 from tests.factories import UserFactory, make_api_key
 
 pytestmark = pytest.mark.django_db
@@ -175,6 +177,24 @@ def test_second_store_within_60_seconds_is_429_across_keys(user, auth_client, cl
     assert not Store.objects.filter(slug="two-shop").exists()
 
 
+def test_the_creation_limit_429_carries_no_request_budget_headers(
+    auth_client, frozen_rate_limit_clock
+):
+    # given: the request budget is far from spent
+    first = create(auth_client)
+    assert int(first["X-RateLimit-Remaining"]) > 100
+    # when
+    response = create(auth_client, {"name": "Two", "slug": "two-shop"}, key="key-2")
+    # then: only the limit that refused it speaks (docs/decisions.md "Rate limits")
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) >= 1
+    for header in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):
+        assert header not in response
+    # and the next ordinary request shows the budget again, this request counted
+    remaining = int(auth_client.get("/api/v2/me")["X-RateLimit-Remaining"])
+    assert remaining == int(first["X-RateLimit-Remaining"]) - 2
+
+
 def test_replaying_a_completed_key_is_not_a_new_creation(auth_client):
     create(auth_client)
     response = create(auth_client)
@@ -192,6 +212,34 @@ def test_a_refused_429_is_not_stored_and_the_key_works_later(user, auth_client):
     # then
     assert response.status_code == 201
     assert "Idempotent-Replayed" not in response
+
+
+def test_a_5xx_outcome_is_not_stored_and_the_retry_runs(auth_client, monkeypatch):
+    # given: store creation fails once with an unexpected error
+    calls = []
+
+    def store_create_failing_once(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise RuntimeError("database hiccup")
+        return store_create(**kwargs)
+
+    monkeypatch.setattr(stores.views, "store_create", store_create_failing_once)
+    # when
+    first = create(auth_client)
+    # then: the envelope, no trace, and nothing stored under the key
+    assert first.status_code == 500
+    assert first.json()["code"] == "api_error"
+    assert "database hiccup" not in first.content.decode()
+    assert not IdempotencyKey.objects.exists()
+    # when: the client retries with the same key
+    retry = create(auth_client)
+    # then: executed, not replayed
+    assert retry.status_code == 201
+    assert "Idempotent-Replayed" not in retry
+    assert retry.json()["data"]["slug"] == "my-shop"
+    assert len(calls) == 2
+    assert IdempotencyKey.objects.get().response_status == 201
 
 
 def test_after_60_seconds_another_store_may_be_created(user, auth_client):
