@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,6 +18,19 @@ from stores.access import HasAbility
 from stores.selectors import stores_accessible
 from stores.serializers import StoreCreatedSerializer, StoreCreateInputSerializer, StoreSerializer
 from stores.services import store_create
+
+IDEMPOTENT_REPLAYED_HEADER = OpenApiParameter(
+    "Idempotent-Replayed",
+    str,
+    OpenApiParameter.HEADER,
+    enum=["true"],
+    # Stored outcomes are the 201 and a 422 of the body; the other errors happen before the
+    # key is claimed (or, 429 and 5xx, are not stored).
+    response=[201, 422],
+    required=False,
+    description="`true` when this is the stored response of an earlier request with the same "
+    "Idempotency-Key; absent on the first execution.",
+)
 
 
 class StoreListCreateView(APIView):
@@ -40,7 +53,10 @@ class StoreListCreateView(APIView):
     @extend_schema(
         operation_id="stores_create",
         request=StoreCreateInputSerializer,
-        parameters=[idempotency_key_parameter(required=True, min_length=1)],
+        parameters=[
+            idempotency_key_parameter(required=True, min_length=1),
+            IDEMPOTENT_REPLAYED_HEADER,
+        ],
         responses={
             201: data_envelope("StoreCreatedResponse", StoreCreatedSerializer),
             **error_responses(403, 409, 415, 422),

@@ -18,7 +18,43 @@ class ErrorEnvelopeSerializer(serializers.Serializer):
     )
 
 
-class RequiredBodySchema(AutoSchema):
+RATE_LIMIT_RESPONSE_HEADERS = [
+    OpenApiParameter(
+        "Retry-After",
+        {"type": "integer", "minimum": 1},
+        OpenApiParameter.HEADER,
+        response=[429],
+        required=True,
+        description="Seconds to wait before retrying.",
+    ),
+    *(
+        OpenApiParameter(
+            name,
+            {"type": "integer", "minimum": 0},
+            OpenApiParameter.HEADER,
+            response=[429],
+            required=False,
+            description=f"{description} Sent when the per-credential request budget refused "
+            "the request; absent on other limits (one new store per 60 s).",
+        )
+        for name, description in [
+            ("X-RateLimit-Limit", "Requests per minute of this credential."),
+            ("X-RateLimit-Remaining", "Requests left in the current window (0)."),
+            ("X-RateLimit-Reset", "Seconds until the current window ends."),
+        ]
+    ),
+]
+
+
+class StorefrontAutoSchema(AutoSchema):
+    """DEFAULT_SCHEMA_CLASS: declares the headers every 429 carries on every operation that
+    lists a 429 (all of them, through `error_responses`)."""
+
+    def get_override_parameters(self):
+        return [*super().get_override_parameters(), *RATE_LIMIT_RESPONSE_HEADERS]
+
+
+class RequiredBodySchema(StorefrontAutoSchema):
     """For views whose POST/PUT body is required: drf-spectacular marks raw (dict) and oneOf
     request schemas optional, which tells clients (and the contract run) that no body is fine."""
 
@@ -31,7 +67,8 @@ ERROR = OpenApiResponse(ErrorEnvelopeSerializer, description="Error envelope")
 
 
 def error_responses(*statuses: int) -> dict:
-    """The statuses a view can answer with the envelope; 401, 429 and 500 always apply."""
+    """The statuses a view can answer with the envelope; 401, 429 and 500 always apply. The 429
+    headers (Retry-After, X-RateLimit-*) come with `StorefrontAutoSchema`."""
     return {status: ERROR for status in sorted({400, 401, 429, 500, *statuses})}
 
 
