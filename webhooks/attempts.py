@@ -94,8 +94,10 @@ def delivery_claim(*, delivery_id) -> tuple[WebhookDelivery, WebhookDeliveryAtte
         _abandoned_attempts_record(delivery=delivery, now=now)
     destination = delivery.destination
     if destination is None or not destination.enabled:
+        # This claim's attempt is not made; earlier ones make it `failed`, not `disabled`.
+        tried = delivery.attempts > 1
         WebhookDelivery.objects.filter(pk=delivery.pk, lease_token=token).update(
-            status=WebhookDelivery.STATUS_DISABLED,
+            status=WebhookDelivery.STATUS_FAILED if tried else WebhookDelivery.STATUS_DISABLED,
             attempts=F("attempts") - 1,
             lease_until=None,
             lease_token=None,
@@ -183,7 +185,11 @@ def delivery_attempt_finish(
         # The lease ran out and another worker took the delivery over: its outcome counts.
         logger.warning("webhook delivery %s: lease lost during attempt", delivery.pk)
         return WebhookDelivery.objects.get(pk=delivery.pk).status
-    _destination_health_update(destination=destination, result=result, now=now)
+    disabled_now = _destination_health_update(destination=destination, result=result, now=now)
+    if status == WebhookDelivery.STATUS_PENDING and (
+        _retry_cancel_if_destination_off(delivery_id=delivery.pk, now=now) or disabled_now
+    ):
+        status = WebhookDelivery.STATUS_FAILED
     if status == WebhookDelivery.STATUS_PENDING and queue_now:
         transaction.on_commit(
             lambda: deliveries_enqueue([delivery.pk], countdown=delay), robust=True
@@ -215,8 +221,26 @@ def _outcome_record(*, delivery: WebhookDelivery, attempt: WebhookDeliveryAttemp
         return cursor.rowcount == 1
 
 
-def _destination_health_update(*, destination, result: SendResult, now) -> None:
-    """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it.
+def _retry_cancel_if_destination_off(*, delivery_id, now) -> bool:
+    """A retry is not scheduled for a destination disabled or deleted during the attempt (its
+    pending deliveries were settled then, except this leased one): the delivery is `failed`."""
+    return bool(
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, lease_until__isnull=True
+        )
+        .filter(Q(destination__isnull=True) | Q(destination__enabled=False))
+        .update(
+            status=WebhookDelivery.STATUS_FAILED,
+            next_attempt_at=None,
+            enqueued_at=None,
+            updated_at=now,
+        )
+    )
+
+
+def _destination_health_update(*, destination, result: SendResult, now) -> bool:
+    """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it;
+    returns whether it did (its pending deliveries, this one included, are then settled).
 
     `destination` is as read at claim time; the conditional UPDATEs keep it right when other
     workers change it meanwhile, and are skipped when there is nothing to change.
@@ -224,7 +248,7 @@ def _destination_health_update(*, destination, result: SendResult, now) -> None:
     if result.succeeded:
         if destination.failing_since is not None:
             WebhookDestination.objects.filter(pk=destination.pk).update(failing_since=None)
-        return
+        return False
     if destination.failing_since is None:
         WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
             failing_since=now
@@ -243,6 +267,7 @@ def _destination_health_update(*, destination, result: SendResult, now) -> None:
     if reason:
         logger.warning("webhook destination %s disabled: %s", destination.pk, reason)
         destination_enabled_set(destination=destination, enabled=False, reason=reason)
+    return bool(reason)
 
 
 def delivery_send(*, delivery_id) -> str | None:

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from config.api.errors import NotFound, ValidationFailed
 from events.registry import EVENT_TYPES
+from stores.models import Store
 from webhooks.addresses import DestinationRefused, url_check, url_origin
 from webhooks.models import WebhookDelivery, WebhookDestination
 
@@ -58,11 +59,15 @@ def destination_put(
     event_types = _event_types_validate(event_types)
     now = timezone.now()
     with transaction.atomic():
+        # Serialises the store's PUTs: with no destination yet, locking it would lock nothing
+        # and two first PUTs would both insert. NO KEY: rows referencing the store still insert.
+        Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
         destination = WebhookDestination.objects.select_for_update().filter(store=store).first()
         created = destination is None
         if created:
             destination = WebhookDestination(store=store, secret=secret_new(), created_at=now)
-        elif enabled and not destination.enabled:
+        elif (enabled and not destination.enabled) or url != destination.url:
+            # A new URL starts its own failure clock; so does a re-enabled destination.
             destination.failing_since = None
         destination.url = url
         destination.event_types = event_types
@@ -92,15 +97,20 @@ def destination_enabled_set(*, destination: WebhookDestination, enabled: bool, r
 
 
 def _pending_deliveries_disable(*, destination_id, now) -> None:
-    """Deliveries still waiting for a disabled or removed destination will never be sent."""
-    WebhookDelivery.objects.filter(
-        destination_id=destination_id, status=WebhookDelivery.STATUS_PENDING
-    ).update(
-        status=WebhookDelivery.STATUS_DISABLED,
-        next_attempt_at=None,
-        enqueued_at=None,
-        updated_at=now,
+    """Deliveries still waiting for a disabled or removed destination will never be sent:
+    `disabled` if never tried (DESIGN.md: attempts 0), `failed` if already tried.
+
+    Leased ones (an attempt in flight, or a worker that died) are left to their attempt's
+    outcome or to the next claim, which record that attempt and then settle them the same way.
+    """
+    waiting = WebhookDelivery.objects.filter(
+        destination_id=destination_id,
+        status=WebhookDelivery.STATUS_PENDING,
+        lease_until__isnull=True,
     )
+    final = {"next_attempt_at": None, "enqueued_at": None, "updated_at": now}
+    waiting.filter(attempts=0).update(status=WebhookDelivery.STATUS_DISABLED, **final)
+    waiting.filter(attempts__gt=0).update(status=WebhookDelivery.STATUS_FAILED, **final)
 
 
 def destination_delete(*, store) -> None:

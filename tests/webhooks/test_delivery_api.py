@@ -241,14 +241,29 @@ def test_replay_key_reused_for_a_different_request_is_409(auth_client, store, de
     assert WebhookDelivery.objects.count() == 3
 
 
-@pytest.mark.parametrize("key", ["short", "k" * 256])
+@pytest.mark.parametrize("key", ["", "short", "k" * 7, "k" * 256])
 def test_replay_key_length_is_8_to_255(auth_client, store, destination, key):
     original = deliver(store)
 
     response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {}, HTTP_IDEMPOTENCY_KEY=key)
 
+    # an empty header is a key too short, not an absent one
     assert response.status_code == 422
     assert response.json()["param"] == "Idempotency-Key"
+    assert WebhookDelivery.objects.count() == 1
+
+
+@pytest.mark.parametrize("key", ["k" * 8, "k" * 255])
+def test_replay_keys_of_8_and_255_characters_are_accepted(auth_client, store, destination, key):
+    original = deliver(store)
+    url = f"{LIST_URL}/{original.pk}/replay"
+
+    first = auth_client.post(url, {}, HTTP_IDEMPOTENCY_KEY=key)
+    again = auth_client.post(url, {}, HTTP_IDEMPOTENCY_KEY=key)
+
+    assert first.status_code == again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert WebhookDelivery.objects.count() == 2
 
 
 def test_replay_needs_webhook_write(client_for, user, store, destination):

@@ -448,3 +448,76 @@ def test_delivery_is_queued_on_commit_and_not_at_all_on_rollback(
         event = record_order_completed(store)
     assert len(callbacks) == 1
     assert WebhookDelivery.objects.filter(event=event, status="pending").count() == 1
+
+
+def test_a_shorter_retry_after_is_ignored(store, receiver, settings):
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (300, 1800)
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(503, headers={"Retry-After": "10"})
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    before = timezone.now()
+    send_now(delivery)
+    delivery.refresh_from_db()
+
+    # the schedule's wait wins
+    assert 298 <= (delivery.next_attempt_at - before).total_seconds() <= 302
+
+
+@pytest.mark.parametrize("status", [500, 408])
+def test_retry_after_is_ignored_on_statuses_other_than_429_and_503(
+    store, receiver, settings, status
+):
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300, 1800)
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(status, headers={"Retry-After": "120"})
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    before = timezone.now()
+    send_now(delivery)
+    delivery.refresh_from_db()
+
+    assert 4 <= (delivery.next_attempt_at - before).total_seconds() <= 7
+
+
+def test_a_destination_disabled_during_an_attempt_fails_the_delivery_instead_of_retrying(
+    store, receiver
+):
+    from webhooks.attempts import delivery_attempt_finish
+    from webhooks.sender import SendResult
+    from webhooks.services import destination_enabled_set
+
+    destination = destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    claimed, attempt = delivery_claim(delivery_id=delivery.pk)
+    # disabled while the attempt is in flight: the attempt's outcome settles the delivery
+    destination_enabled_set(destination=destination, enabled=False)
+
+    status = delivery_attempt_finish(
+        delivery=claimed, attempt=attempt, result=SendResult(500, "boom", "HTTP 500", 5)
+    )
+
+    assert status == "failed"
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("failed", 1, 500)
+    assert delivery.next_attempt_at is None and delivery.lease_token is None
+    assert delivery.attempt_records.get().error == "HTTP 500"
+
+
+def test_a_dead_workers_delivery_to_a_disabled_destination_ends_failed(store, receiver):
+    from webhooks.services import destination_enabled_set
+
+    destination = destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    assert delivery_claim(delivery_id=delivery.pk) is not None  # a worker that then dies
+    destination_enabled_set(destination=destination, enabled=False)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        lease_until=timezone.now() - timedelta(seconds=1)
+    )
+
+    assert send_now(delivery) is None
+
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == ("failed", 1, None)
+    assert delivery.attempt_records.get().error.startswith("abandoned")
+    assert receiver.received() == []

@@ -1,11 +1,18 @@
 import base64
 import socket
+import threading
+from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.utils import timezone
+from rest_framework.test import APIClient
 
 from accounts.abilities import ROLE_STAFF
 from tests.factories import MembershipFactory, UserFactory, make_api_key
-from webhooks.models import WebhookDestination
+from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from webhooks.attempts import delivery_send
+from webhooks.models import WebhookDelivery, WebhookDestination
 
 URL = "/api/v2/webhook-destination"
 PUBLIC_BODY = {"url": "https://hooks.example.com/in", "event_types": ["order.completed"]}
@@ -227,3 +234,88 @@ def test_webhook_read_ability_cannot_write(client_for, user, store):
 
     assert client.get(URL).status_code == 404
     assert client.put(URL, PUBLIC_BODY).status_code == 403
+
+
+def test_a_new_url_starts_its_own_failure_clock(auth_client, store, receiver):
+    # given a destination failing for five days
+    destination_for(store, receiver.url, event_types=["order.completed"])
+    long_ago = timezone.now() - timedelta(days=5, minutes=1)
+    WebhookDestination.objects.filter(store=store).update(failing_since=long_ago)
+    body = {"url": receiver.url, "event_types": ["order.completed"]}
+    # a PUT that keeps the URL keeps the clock (else re-saving would keep a dead URL alive)
+    assert auth_client.put(URL, body).status_code == 200
+    assert WebhookDestination.objects.get(store=store).failing_since == long_ago
+
+    # when the URL changes
+    assert auth_client.put(URL, {**body, "url": f"{receiver.url}?v=2"}).status_code == 200
+
+    # then the new URL's first failure does not disable it
+    assert WebhookDestination.objects.get(store=store).failing_since is None
+    receiver.respond = lambda request: Reply(500)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    assert delivery_send(delivery_id=delivery.pk) == "pending"
+    destination = WebhookDestination.objects.get(store=store)
+    assert destination.enabled is True and destination.failing_since is not None
+
+
+@pytest.mark.parametrize("change", ["disable", "delete"])
+def test_turning_the_destination_off_fails_tried_deliveries_and_disables_untried_ones(
+    auth_client, store, receiver, change
+):
+    # given a delivery tried once (500, retry scheduled) and one never tried
+    destination_for(store, receiver.url, event_types=["order.completed"])
+    receiver.respond = lambda request: Reply(500, b"later")
+    tried = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
+    assert delivery_send(delivery_id=tried.pk) == "pending"
+    untried = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
+
+    # when
+    if change == "disable":
+        body = {"url": receiver.url, "event_types": ["order.completed"], "enabled": False}
+        assert auth_client.put(URL, body).status_code == 200
+    else:
+        assert auth_client.delete(URL).status_code == 204
+
+    # then a `disabled` delivery is one never sent (DESIGN.md: attempts 0)
+    tried.refresh_from_db()
+    untried.refresh_from_db()
+    assert (tried.status, tried.attempts, tried.response_status) == ("failed", 1, 500)
+    assert tried.next_attempt_at is None
+    assert (untried.status, untried.attempts, untried.next_attempt_at) == ("disabled", 0, None)
+    assert tried.attempt_records.count() == 1
+    assert delivery_send(delivery_id=tried.pk) is None
+    assert delivery_send(delivery_id=untried.pk) is None
+    assert len(receiver.received()) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_first_puts_create_one_destination(store, api_key):
+    # given eight clients putting the store's first destination at the same moment
+    barrier = threading.Barrier(8)
+    responses, errors = [], []
+    body = {"url": "http://127.0.0.1:9000/in", "event_types": ["order.completed"]}
+
+    def put():
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+        try:
+            barrier.wait()
+            responses.append(client.put(URL, body, format="json"))
+        except Exception as error:  # a 500 surfaces here (the test client re-raises)
+            errors.append(error)
+        finally:
+            connection.close()
+
+    # when
+    threads = [threading.Thread(target=put) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # then one creates it (201, with the secret) and the others replace it (200)
+    assert errors == []
+    assert sorted(r.status_code for r in responses) == [200] * 7 + [201]
+    created = next(r for r in responses if r.status_code == 201)
+    destination = WebhookDestination.objects.get(store=store)
+    assert created.json()["data"]["secret"] == destination.secret

@@ -3,6 +3,7 @@ events recorded and committed here are delivered by the worker to the local rece
 
 import os
 import subprocess
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -11,6 +12,7 @@ from django.conf import settings
 from standardwebhooks import Webhook
 
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
+from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -93,28 +95,45 @@ def test_worker_marks_failed_when_retries_are_exhausted(celery_worker, store, re
 
 
 def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):
-    # given deliveries in flight: each answer takes a while, and first attempts fail
+    # given deliveries in flight: the receiver holds the first request until the worker is
+    # killed (well within WORKER_ENV's 1.5 s timeout), each answer takes a while, and first
+    # attempts fail
     destination_for(store, receiver.url)
     slow_then_ok = first_attempt_fails(receiver)
+    held = []
+    release = threading.Event()
 
     def respond(request):
         reply = slow_then_ok(request)
+        with receiver.lock:
+            hold = not held
+            if hold:
+                held.append(request)
+        if hold:
+            release.wait(timeout=30)
         reply.delay = 0.2
         return reply
 
     receiver.respond = respond
     events = [record_order_completed(store, order_id=n) for n in range(1, 16)]
-    wait_until(lambda: len(receiver.received()) >= 3, timeout=20, message="sending started")
+    wait_until(lambda: held, timeout=20, message="a first request in flight")
 
     # when the whole worker is killed mid-flight (its supervisor starts a new one)
     starts = celery_worker.starts
     celery_worker.kill()
+    release.set()
     wait_until(lambda: celery_worker.starts > starts, timeout=20, message="worker restarted")
 
     # then
     all_final(timeout=60)
     assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"succeeded"}
     assert_at_least_once_and_no_false_success(receiver, events)
+    # the held attempt was in flight when the worker died: the next claimer recorded it
+    in_flight = WebhookDelivery.objects.get(event_id=held[0].headers["webhook-id"])
+    first_attempt = in_flight.attempt_records.get(number=1)
+    assert first_attempt.error == ABANDONED_ATTEMPT_ERROR, first_attempt.error
+    for delivery in WebhookDelivery.objects.all():
+        assert delivery.attempt_records.count() == delivery.attempts
 
 
 def test_redis_outage_during_recording_delays_but_loses_nothing(celery_worker, store, receiver):
