@@ -17,7 +17,7 @@ from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from config.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
-from stores.selectors import membership_for, membership_for_slug, stores_accessible
+from stores.selectors import membership_first, membership_for, membership_for_slug
 
 STORE_HEADER = "X-STORE"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -58,10 +58,7 @@ def resolve_store_context(request) -> StoreContext:
                 param=STORE_HEADER,
             )
     else:
-        membership = None
-        first = stores_accessible(credential=credential).first()
-        if first is not None:
-            membership = membership_for(credential=credential, store_id=first.id)
+        membership = membership_first(credential=credential)
         if membership is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
     context = StoreContext(

@@ -12,6 +12,15 @@ def stores_accessible(*, credential: Credential) -> QuerySet[Store]:
     return stores.order_by("id")
 
 
+def membership_first(*, credential: Credential) -> Membership | None:
+    """The membership in the credential's first accessible store (lowest store id): the store
+    an API key without X-STORE or a current store acts on. One query, store included."""
+    memberships = Membership.objects.select_related("store").filter(user_id=credential.user_id)
+    if credential.store_access != "all":
+        memberships = memberships.filter(store_id__in=credential.selected_store_ids)
+    return memberships.order_by("store_id").first()
+
+
 def membership_for(*, credential: Credential, store_id: int) -> Membership | None:
     """The membership through which the credential acts in a store, checked on every request."""
     if not credential.may_access_store(store_id):
