@@ -1,3 +1,4 @@
+import re
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -17,6 +18,9 @@ from stores.access import StorePermission
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 100
 TYPE_MAX_LENGTH, SUBJECT_ID_MAX_LENGTH = 120, 100
+# Subject ids are ours (stringified primary keys); the schema states the same pattern.
+SUBJECT_ID_PATTERN = rf"^[A-Za-z0-9_.:-]{{1,{SUBJECT_ID_MAX_LENGTH}}}$"
+SUBJECT_ID_RULE = f"must be 1 to {SUBJECT_ID_MAX_LENGTH} characters of A-Z, a-z, 0-9, '_.:-'"
 
 CURSOR_PARAMETER = OpenApiParameter(
     "cursor",
@@ -43,8 +47,13 @@ FILTER_PARAMETERS = [
     ),
     OpenApiParameter(
         "subject_id",
-        {"type": "string", "minLength": 1, "maxLength": SUBJECT_ID_MAX_LENGTH},
-        description="Only events about this subject id (at most 100 characters).",
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": SUBJECT_ID_MAX_LENGTH,
+            "pattern": SUBJECT_ID_PATTERN,
+        },
+        description="Only events about this subject id (1 to 100 of A-Z, a-z, 0-9, _ . : -).",
     ),
 ]
 
@@ -83,10 +92,8 @@ def event_filters_from(request) -> dict[str, str]:
             filters["subject_type"] = subject_type
     subject_id = params.get("subject_id")
     if subject_id:
-        if len(subject_id) > SUBJECT_ID_MAX_LENGTH:
-            errors["subject_id"] = [f"must be at most {SUBJECT_ID_MAX_LENGTH} characters"]
-        elif not subject_id.isprintable():
-            errors["subject_id"] = ["must be printable characters"]
+        if not re.fullmatch(SUBJECT_ID_PATTERN, subject_id):
+            errors["subject_id"] = [SUBJECT_ID_RULE]
         else:
             filters["subject_id"] = subject_id
     if errors:
