@@ -20,12 +20,12 @@ def credential_for_api_key(token: str) -> tuple[User, Credential] | None:
     """Bearer resolver for API keys: (user, credential), or None when not a live key."""
     if not token.startswith(API_KEY_PREFIX):
         return None
-    key = (
-        ApiKey.objects.select_related("user")
-        .filter(key_hash=api_key_hash(token), revoked_at__isnull=True, user__is_active=True)
-        .first()
-    )
-    if key is None:
+    try:
+        # get(), not first(): the hash is unique, and first() would add an ORDER BY to compile.
+        key = ApiKey.objects.select_related("user").get(
+            key_hash=api_key_hash(token), revoked_at__isnull=True, user__is_active=True
+        )
+    except ApiKey.DoesNotExist:
         return None
     now = timezone.now()
     if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
