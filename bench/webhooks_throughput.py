@@ -59,6 +59,11 @@ def arrivals(log_path) -> dict[str, float]:
     return seen
 
 
+# --pool threads: each process executes tasks on this many threads (database and HTTP waits
+# overlap; Python work still takes turns on the GIL).
+THREADS_PER_PROCESS = 4
+
+
 def start_workers(processes: int, pool: str, log_dir: Path) -> list[subprocess.Popen]:
     """`processes` processes that execute tasks: one prefork worker with that concurrency, or
     that many solo workers (each executes tasks in its own main process)."""
@@ -66,6 +71,18 @@ def start_workers(processes: int, pool: str, log_dir: Path) -> list[subprocess.P
     common = ["-A", "config", "worker", "--without-gossip", "--without-mingle", "-l", "WARNING"]
     if pool == "prefork":
         commands = [[celery, *common, f"--concurrency={processes}"]]
+    elif pool == "threads":
+        commands = [
+            [
+                celery,
+                *common,
+                "--pool=threads",
+                f"--concurrency={THREADS_PER_PROCESS}",
+                "-n",
+                f"threads{n}@%h",
+            ]
+            for n in range(processes)
+        ]
     else:
         commands = [[celery, *common, "--pool=solo", "-n", f"solo{n}@%h"] for n in range(processes)]
     workers = []
@@ -91,7 +108,7 @@ def main():
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=50.0, help="events/s for the latency run")
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--pool", choices=["prefork", "solo"], default="prefork")
+    parser.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork")
     args = parser.parse_args()
 
     import django
