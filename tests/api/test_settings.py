@@ -11,17 +11,21 @@ LOAD_SETTINGS = (
 )
 
 
-def load_production(**env):
-    environment = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
-    environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
+def run_python(script: str, *, env: dict, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", LOAD_SETTINGS],
-        cwd=ROOT,
-        env=environment,
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def load_production(**env):
+    environment = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
+    return run_python(LOAD_SETTINGS, env=environment)
 
 
 def test_production_refuses_the_default_secret_key():
@@ -54,14 +58,7 @@ def test_the_embedded_broker_keeps_its_files_under_the_var_dir(tmp_path):
     )
     # when: a broadcast (celery control) goes through the broker's exchange table
     script = "import django; django.setup(); from config.celery import app; app.control.ping()"
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_python(script, env=environment, cwd=cwd)
     # then: nothing is written into the working directory
     assert result.returncode == 0, result.stderr
     assert list(cwd.iterdir()) == []
