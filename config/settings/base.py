@@ -171,7 +171,8 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 else:
     _broker_dir = VAR_DIR / "broker"
-    CELERY_BROKER_URL = "filesystem://"
+    # The host means nothing to this transport; without one kombu logs a warning per process.
+    CELERY_BROKER_URL = "filesystem://localhost//"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir),
         "data_folder_out": str(_broker_dir),
