@@ -4,5 +4,5 @@ from coupons import views
 
 urlpatterns = [
     path("coupons", views.CouponListCreateView.as_view(), name="coupons"),
-    path("coupons/<int:coupon_id>", views.CouponDetailView.as_view(), name="coupon-detail"),
+    path("coupons/<int:id>", views.CouponDetailView.as_view(), name="coupon-detail"),
 ]

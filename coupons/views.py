@@ -74,8 +74,8 @@ class CouponDetailView(APIView):
         parameters=[STORE_HEADER_PARAMETER],
         responses={200: CouponSerializer, **error_responses(403, 404)},
     )
-    def get(self, request, coupon_id: int):
-        coupon = coupon_get(store=request.store, coupon_id=coupon_id)
+    def get(self, request, id: int):  # path parameter named as in the spec
+        coupon = coupon_get(store=request.store, coupon_id=id)
         return Response(CouponSerializer(coupon).data)
 
     @extend_schema(
@@ -85,8 +85,8 @@ class CouponDetailView(APIView):
         request=CouponUpdateInputSerializer,
         responses={200: CouponSerializer, **error_responses(403, 404, 415, 422)},
     )
-    def patch(self, request, coupon_id: int):
-        coupon = coupon_get(store=request.store, coupon_id=coupon_id)
+    def patch(self, request, id: int):
+        coupon = coupon_get(store=request.store, coupon_id=id)
         coupon = coupon_update(coupon=coupon, fields=request.data)
         return Response(CouponSerializer(coupon).data)
 
@@ -97,6 +97,6 @@ class CouponDetailView(APIView):
         request=None,
         responses={204: None, **error_responses(403, 404)},
     )
-    def delete(self, request, coupon_id: int):
-        coupon_delete(coupon=coupon_get(store=request.store, coupon_id=coupon_id))
+    def delete(self, request, id: int):
+        coupon_delete(coupon=coupon_get(store=request.store, coupon_id=id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -164,6 +164,6 @@ class OrderEventListView(APIView):
         parameters=[STORE_HEADER_PARAMETER, CURSOR_PARAMETER, LIMIT_PARAMETER],
         responses=journal_responses(404),
     )
-    def get(self, request, order_id: int):
-        order = order_get(store=request.store, order_id=order_id)
+    def get(self, request, order: int):
+        order = order_get(store=request.store, order_id=order)
         return journal_response(request, {"subject_type": "order", "subject_id": str(order.pk)})

@@ -4,5 +4,5 @@ from stores import views
 
 urlpatterns = [
     path("stores", views.StoreListCreateView.as_view(), name="stores"),
-    path("stores/<int:store_id>", views.StoreDetailView.as_view(), name="store-detail"),
+    path("stores/<int:store>", views.StoreDetailView.as_view(), name="store-detail"),
 ]

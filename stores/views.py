@@ -87,8 +87,8 @@ class StoreDetailView(APIView):
             **error_responses(403, 404),
         },
     )
-    def get(self, request, store_id: int):
-        store = stores_accessible(credential=request.auth).filter(pk=store_id).first()
+    def get(self, request, store: int):
+        store = stores_accessible(credential=request.auth).filter(pk=store).first()
         if store is None:
             raise NotFound()
         return Response({"data": StoreSerializer(store).data})

@@ -14,12 +14,12 @@ urlpatterns = [
     ),
     path("webhook-deliveries", views.WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
     path(
-        "webhook-deliveries/<str:delivery_id>",
+        "webhook-deliveries/<str:delivery>",
         views.WebhookDeliveryDetailView.as_view(),
         name="webhook-delivery",
     ),
     path(
-        "webhook-deliveries/<str:delivery_id>/replay",
+        "webhook-deliveries/<str:delivery>/replay",
         views.WebhookDeliveryReplayView.as_view(),
         name="webhook-delivery-replay",
     ),

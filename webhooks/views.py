@@ -75,7 +75,7 @@ EVENT_ID_PARAMETER = OpenApiParameter(
 )
 
 DELIVERY_PARAMETER = OpenApiParameter(
-    "delivery_id",
+    "delivery",
     OpenApiTypes.UUID,
     OpenApiParameter.PATH,
     description="Delivery id (UUID); anything else, or another store's delivery, is a 404.",
@@ -206,8 +206,8 @@ class WebhookDeliveryDetailView(WebhookAreaView):
             **error_responses(403, 404),
         },
     )
-    def get(self, request, delivery_id: str):
-        delivery = delivery_get(store=request.store, delivery_id=delivery_id)
+    def get(self, request, delivery: str):
+        delivery = delivery_get(store=request.store, delivery_id=delivery)
         return Response({"data": WebhookDeliverySerializer(delivery).data})
 
 
@@ -235,7 +235,7 @@ class WebhookDeliveryReplayView(WebhookAreaView):
             **error_responses(403, 404, 409, 415, 422),
         },
     )
-    def post(self, request, delivery_id: str):
+    def post(self, request, delivery: str):
         key = idempotency_key_from(request, required=False, min_length=8)
 
         def replay():
@@ -246,9 +246,9 @@ class WebhookDeliveryReplayView(WebhookAreaView):
                         for name in sorted(request.data)
                     }
                 )
-            delivery = delivery_replay(store=request.store, delivery_id=delivery_id)
+            replayed = delivery_replay(store=request.store, delivery_id=delivery)
             return Response(
-                {"data": WebhookDeliverySerializer(delivery).data}, status=status.HTTP_201_CREATED
+                {"data": WebhookDeliverySerializer(replayed).data}, status=status.HTTP_201_CREATED
             )
 
         return idempotent_response(

@@ -39,7 +39,7 @@ SEMANTIC_REJECTIONS: list[tuple[str, list[int], str]] = [
         "'Coupons (v1)'; each rule has its own test in tests/coupons)",
     ),
     (
-        "PATCH /api/v1/coupons/{coupon_id}",
+        "PATCH /api/v1/coupons/{id}",
         [422],
         "expires_at must be in the future; the merged coupon must be valid (DESIGN.md "
         "'Coupons (v1)')",

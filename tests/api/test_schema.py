@@ -18,7 +18,7 @@ def test_schema_is_valid_and_generated_without_warnings(tmp_path):
     for path in [
         "/api/v2/me",
         "/api/v2/stores",
-        "/api/v2/stores/{store_id}",
+        "/api/v2/stores/{store}",
         "/api/v2/permissions",
     ]:
         assert path in schema["paths"]
