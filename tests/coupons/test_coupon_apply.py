@@ -1,15 +1,15 @@
 """coupon_apply: the refusals, the discount, and the atomic usage limit under concurrency."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from config.api.errors import ValidationFailed
 from coupons.models import Coupon
 from coupons.services import coupon_apply
+from tests.concurrency import run_at_once
 from tests.factories import CouponFactory, StoreFactory
 
 
@@ -100,29 +100,16 @@ def test_refusal_leaves_the_callers_transaction_usable():
 def test_limit_5_with_50_concurrent_applications_succeeds_exactly_5_times():
     # given
     coupon = CouponFactory(code="RUSH", limit=5)
-    barrier = threading.Barrier(50)
-    outcomes: list[str] = []
-    outcomes_lock = threading.Lock()
 
-    def worker():
+    def apply_rush():
         try:
-            barrier.wait()
-            try:
-                apply(coupon.store, "rush")
-                outcome = "applied"
-            except ValidationFailed as error:
-                outcome = error.errors["coupon_code"][0]
-            with outcomes_lock:
-                outcomes.append(outcome)
-        finally:
-            connection.close()
+            apply(coupon.store, "rush")
+        except ValidationFailed as error:
+            return error.errors["coupon_code"][0]
+        return "applied"
 
     # when
-    threads = [threading.Thread(target=worker) for _ in range(50)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    outcomes = run_at_once(apply_rush, 50, timeout=60)
 
     # then
     assert len(outcomes) == 50

@@ -1,16 +1,14 @@
 """Coupon services: each change writes its journal event in the same transaction; failures
 write nothing; restore refuses a code held by a live coupon."""
 
-import threading
-
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from config.api.errors import NotFound, ValidationFailed
 from coupons.models import Coupon
 from coupons.services import coupon_create, coupon_delete, coupon_restore, coupon_update
 from events.models import Event
+from tests.concurrency import run_at_once
 from tests.factories import CouponFactory, StoreFactory
 
 VALID = {"code": "WELCOME", "type": "AMOUNT", "discount": 5, "store_wide": True}
@@ -115,25 +113,15 @@ def test_live_code_uniqueness_is_enforced_by_the_database_too():
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_creates_of_one_code_make_one_coupon():
     store = StoreFactory()
-    barrier = threading.Barrier(8)
-    outcomes = []
 
-    def worker():
+    def create_race():
         try:
-            barrier.wait()
-            try:
-                coupon_create(store=store, fields={**VALID, "code": "RACE"})
-                outcomes.append("created")
-            except ValidationFailed as error:
-                outcomes.append(error.param)
-        finally:
-            connection.close()
+            coupon_create(store=store, fields={**VALID, "code": "RACE"})
+        except ValidationFailed as error:
+            return error.param
+        return "created"
 
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    outcomes = run_at_once(create_race, 8, timeout=30)
 
     assert sorted(outcomes) == ["code"] * 7 + ["created"]
     assert Coupon.objects.filter(store=store).count() == 1

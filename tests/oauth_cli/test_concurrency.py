@@ -1,36 +1,16 @@
 """Races on PostgreSQL with real threads: a family never forks, a code never yields twice."""
 
 import copy
-import threading
 
 import pytest
-from django.db import connection
 from django.test import Client
 from oauth2_provider.models import AccessToken, RefreshToken
 
 from oauth_cli.models import TokenFamily
+from tests.concurrency import run_at_once
 from tests.oauth_cli.flow import approve, authorize_params, connect, exchange, pkce_pair, refresh
 
 THREADS = 20
-
-
-def race(action, count: int = THREADS) -> list:
-    barrier = threading.Barrier(count)
-    results = [None] * count
-
-    def run(index):
-        try:
-            barrier.wait()
-            results[index] = action()
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
 
 
 @pytest.mark.django_db(transaction=True)
@@ -40,7 +20,7 @@ def test_twenty_concurrent_refreshes_issue_at_most_one_successor(user):
     tokens = connect(browser)
 
     # when
-    responses = race(lambda: refresh(Client(), tokens["refresh_token"]))
+    responses = run_at_once(lambda: refresh(Client(), tokens["refresh_token"]), THREADS)
 
     # then
     successes = [r for r in responses if r.status_code == 200]
@@ -66,7 +46,7 @@ def test_concurrent_exchanges_of_one_code_issue_at_most_one_token(user):
     verifier, challenge = pkce_pair()
     code = approve(browser, authorize_params(code_challenge=challenge))["code"]
 
-    responses = race(lambda: exchange(Client(), code, verifier), count=10)
+    responses = run_at_once(lambda: exchange(Client(), code, verifier), 10)
 
     assert sum(r.status_code == 200 for r in responses) == 1
     assert all(r.json()["error"] == "invalid_grant" for r in responses if r.status_code != 200)
@@ -90,7 +70,7 @@ def test_concurrent_approvals_of_one_consent_issue_one_code(user):
         click.cookies = copy.deepcopy(browser.cookies)  # same session, own cookie jar
         return click.post("/oauth/authorize", fields)
 
-    responses = race(approve_click, count=5)
+    responses = run_at_once(approve_click, 5)
 
     assert sorted(r.status_code for r in responses) == [303, 400, 400, 400, 400]
     assert Grant.objects.filter(user=user).count() == 1

@@ -1,10 +1,8 @@
 """POST /api/v2/stores: idempotency, slug rules, the one-store-per-60-s limit."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -13,6 +11,7 @@ from config.api.idempotency import idempotency_keys_prune
 from config.api.models import IdempotencyKey
 from stores.models import Membership, Store
 from stores.services import store_create
+from tests.concurrency import run_at_once
 from tests.factories import UserFactory, make_api_key
 
 pytestmark = pytest.mark.django_db
@@ -306,24 +305,14 @@ def test_twenty_concurrent_requests_with_one_key_create_one_store():
     # given
     user = UserFactory()
     secret = make_api_key(user)
-    barrier = threading.Barrier(20)
-    responses = []
 
     def post():
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
-        barrier.wait()
-        try:
-            responses.append(create(client, key="same-key"))
-        finally:
-            connection.close()
+        return create(client, key="same-key")
 
     # when
-    threads = [threading.Thread(target=post) for _ in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    responses = run_at_once(post, 20)
     # then
     assert Store.objects.filter(created_by=user).count() == 1
     statuses = sorted(r.status_code for r in responses)

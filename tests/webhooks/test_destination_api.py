@@ -1,14 +1,13 @@
 import base64
 import socket
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.abilities import ROLE_STAFF
+from tests.concurrency import run_at_once
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_send
@@ -291,27 +290,18 @@ def test_turning_the_destination_off_fails_tried_deliveries_and_disables_untried
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_first_puts_create_one_destination(store, api_key):
     # given eight clients putting the store's first destination at the same moment
-    barrier = threading.Barrier(8)
-    responses, errors = [], []
     body = {"url": "http://127.0.0.1:9000/in", "event_types": ["order.completed"]}
 
     def put():
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
-        try:
-            barrier.wait()
-            responses.append(client.put(URL, body, format="json"))
-        except Exception as error:  # a 500 surfaces here (the test client re-raises)
-            errors.append(error)
-        finally:
-            connection.close()
+        return client.put(URL, body, format="json")
 
     # when
-    threads = [threading.Thread(target=put) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = run_at_once(put, 8)
+    # a 500 comes back as the exception the test client re-raised
+    errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    responses = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
 
     # then one creates it (201, with the secret) and the others replace it (200)
     assert errors == []
