@@ -21,7 +21,7 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 
 from config.api.errors import json_error
 from config.api.ratelimit import rate_limit_consume
-from config.api.views import require_get
+from config.api.views import EnvelopeMethodNotAllowedMixin, require_get
 from oauth_cli.authorize import (
     AuthTokenStoreUnavailable,
     authorize_request_error,
@@ -77,15 +77,6 @@ def _protect_page(
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response
-
-
-class EnvelopeMethodNotAllowedMixin:
-    """A method the view does not serve: the envelope's 405 with `Allow` (DESIGN.md "Errors"),
-    instead of Django's empty one."""
-
-    def http_method_not_allowed(self, request, *args, **kwargs):
-        allow = ", ".join(self._allowed_methods())
-        return json_error(request, "method_not_allowed", headers={"Allow": allow})
 
 
 @require_get

@@ -1,7 +1,5 @@
 """Webhook endpoints (v2): the destination, event types, delivery history and replay."""
 
-import re
-
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import status
@@ -17,6 +15,7 @@ from config.api.schema import (
     RequiredBodySchema,
     data_envelope,
     error_responses,
+    idempotency_key_parameter,
 )
 from events.registry import EVENT_TYPES
 from stores.access import StorePermission
@@ -65,7 +64,6 @@ DESTINATION_PUT_SCHEMA = {
         "enabled": {"type": "boolean", "default": True},
     },
 }
-IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[ -~]{8,255}$")
 EMPTY_OBJECT_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {}}
 EVENT_ID_PARAMETER = OpenApiParameter(
     "event_id",
@@ -220,14 +218,7 @@ class WebhookDeliveryReplayView(WebhookAreaView):
         parameters=[
             STORE_HEADER_PARAMETER,
             DELIVERY_PARAMETER,
-            OpenApiParameter(
-                "Idempotency-Key",
-                {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN.pattern},
-                OpenApiParameter.HEADER,
-                required=False,
-                description="8 to 255 characters; a repeat of the same request answers the "
-                "stored response with `Idempotent-Replayed: true`.",
-            ),
+            idempotency_key_parameter(required=False, min_length=8),
         ],
         request={"application/json": EMPTY_OBJECT_SCHEMA},
         responses={

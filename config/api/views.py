@@ -24,6 +24,15 @@ def require_get(view):
     return wrapper
 
 
+class EnvelopeMethodNotAllowedMixin:
+    """For Django class-based views: a method the view does not serve is the envelope's 405
+    with `Allow`, instead of Django's empty one (what `require_get` does for functions)."""
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        allow = ", ".join(self._allowed_methods())
+        return json_error(request, "method_not_allowed", headers={"Allow": allow})
+
+
 @csrf_exempt
 def not_found(request, exception=None):
     return json_error(request, "resource_not_found", "No such endpoint or resource.")

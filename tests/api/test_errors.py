@@ -235,10 +235,16 @@ def test_400_for_a_deeply_nested_body(auth_client):
 
 
 @pytest.mark.parametrize(
-    "charset", ["rot13", "rot_13", "zlib", "zlib_codec", "bz2", "base64", "hex"]
+    "charset",
+    [
+        # Python's bytes-to-bytes and str-to-str codecs: decoding raised TypeError, zlib.error
+        # or OSError, a 500
+        *["rot13", "rot_13", "zlib", "zlib_codec", "bz2", "base64", "hex"],
+        # names no codec has
+        *["no-such-charset", '"bogus"', ""],
+    ],
 )
-def test_415_for_a_charset_that_is_not_a_text_encoding(charset, auth_client):
-    # Python's bytes-to-bytes and str-to-str codecs raised TypeError/zlib.error/OSError: a 500.
+def test_415_for_a_charset_that_is_not_a_known_text_encoding(charset, auth_client):
     response = auth_client.post(
         "/api/v2/stores",
         b'{"name": "Shop", "slug": "shoppe"}',
@@ -246,18 +252,7 @@ def test_415_for_a_charset_that_is_not_a_text_encoding(charset, auth_client):
         HTTP_IDEMPOTENCY_KEY="k",
     )
     body = assert_envelope(response, 415, "invalid_request_error", "unsupported_media_type")
-    assert charset in body["message"]
-
-
-@pytest.mark.parametrize("charset", ["no-such-charset", '"bogus"', ""])
-def test_415_for_an_unknown_charset(charset, auth_client):
-    response = auth_client.post(
-        "/api/v2/stores",
-        b'{"name": "Shop", "slug": "shoppe"}',
-        content_type=f"application/json; charset={charset}",
-        HTTP_IDEMPOTENCY_KEY="k",
-    )
-    assert_envelope(response, 415, "invalid_request_error", "unsupported_media_type")
+    assert charset.strip('"') in body["message"]
 
 
 @pytest.mark.parametrize(
