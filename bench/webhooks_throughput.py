@@ -3,7 +3,7 @@ latency (event commit -> receiver) at a steady rate.
 
 Run (starts throwaway PostgreSQL and Redis):
     bin/with-test-services .venv/bin/python bench/webhooks_throughput.py \
-        [--events 2000] [--rate 50 --seconds 10] [--pool prefork|solo]
+        [--events 2000] [--stores 4] [--rate 50 --seconds 10] [--pool prefork|solo|threads]
 
 The receiver is a separate process answering 200 at once (HTTP/1.1 keep-alive); it logs the
 arrival time of each `webhook-id`. Workers are real `celery -A config worker` processes.
@@ -108,6 +108,7 @@ def main():
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=50.0, help="events/s for the latency run")
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--stores", type=int, default=4, help="stores with a destination each")
     parser.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork")
     args = parser.parse_args()
 
@@ -134,15 +135,19 @@ def main():
     receiver.start()
     port = port_queue.get(timeout=10)
 
-    store = Store.objects.create(name="Bench", slug=f"bench-{int(time.time())}")
-    destination_put(
-        store=store, url=f"http://127.0.0.1:{port}/hooks", event_types=["order.completed"]
-    )
+    # Events go round-robin to the stores: a destination is drained by one process at a time.
+    stores = []
+    for number in range(args.stores):
+        store = Store.objects.create(name="Bench", slug=f"bench-{int(time.time())}-{number}")
+        destination_put(
+            store=store, url=f"http://127.0.0.1:{port}/hooks", event_types=["order.completed"]
+        )
+        stores.append(store)
 
     def record_one(n):
         with transaction.atomic():
             event = record(
-                store=store,
+                store=stores[n % len(stores)],
                 type="order.completed",
                 subject=("order", n),
                 data={"total_cents": 100 + n, "currency": "EUR"},

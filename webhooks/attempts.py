@@ -5,6 +5,7 @@ See services.py for the lifecycle; these are the writes of a worker's attempt.
 
 import json
 import logging
+import time
 import uuid
 from datetime import timedelta
 
@@ -13,11 +14,14 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from events.models import Event
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.sender import SendResult, send
 from webhooks.services import (
     deliveries_enqueue,
+    destination_drain_continue,
+    destination_drain_marker_clear,
     destination_enabled_set,
     destination_signing_secrets,
 )
@@ -64,32 +68,130 @@ SELECT moved.id, %s, %s, %s, %s, %s, %s, %s, %s FROM moved
 ABANDONED_ATTEMPT_ERROR = "abandoned: the worker stopped before an outcome (lease expired)"
 
 
-def delivery_claim(*, delivery_id) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | None:
-    """Leases a due pending delivery to this worker and counts its attempt; None if not due,
-    already final, or leased by another worker.
+# Claims the oldest due, unleased delivery matching {match}, counts its attempt, and reads what
+# the attempt needs, in one round trip. SKIP LOCKED: concurrent claimers take different rows (or
+# none) instead of queueing behind the row another one is claiming; PostgreSQL re-checks the
+# subquery's conditions on the row it locks, so exactly one claimer wins an attempt.
+CLAIM_SQL = """
+WITH claimed AS (
+    UPDATE webhooks_webhookdelivery AS delivery
+    SET lease_until = %(lease_until)s, lease_token = %(token)s,
+        attempts = delivery.attempts + 1, updated_at = %(now)s
+    WHERE delivery.id = (
+        SELECT due.id FROM webhooks_webhookdelivery AS due
+        WHERE {match} AND due.status = %(pending)s AND due.next_attempt_at <= %(now)s
+            AND (due.lease_until IS NULL OR due.lease_until < %(now)s)
+        ORDER BY due.next_attempt_at
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING delivery.*
+)
+SELECT {columns}
+FROM claimed
+JOIN events_event AS event ON event.id = claimed.event_id
+LEFT JOIN webhooks_webhookdestination AS destination ON destination.id = claimed.destination_id
+"""
+# The row of CLAIM_SQL, model by model (fixed identifiers from the models, no input).
+CLAIM_ROW_MODELS = (
+    ("claimed", WebhookDelivery),
+    ("event", Event),
+    ("destination", WebhookDestination),
+)
+CLAIM_SQL_BY = {
+    match_name: CLAIM_SQL.format(
+        match=match,
+        columns=", ".join(
+            f'{alias}."{field.column}"'
+            for alias, model in CLAIM_ROW_MODELS
+            for field in model._meta.concrete_fields
+        ),
+    )
+    for match_name, match in (
+        ("delivery_id", "due.id = %(delivery_id)s"),
+        ("destination_id", "due.destination_id = %(destination_id)s"),
+    )
+}
 
-    One conditional UPDATE takes the lease: PostgreSQL re-checks the WHERE clause of a
-    concurrent UPDATE after the first one commits, so exactly one worker wins an attempt.
-    """
-    now = timezone.now()
-    token = uuid.uuid4()
-    # Autocommitted statements, no transaction: the UPDATE is the claim; what follows only
-    # reads or records, and a worker dying in between just lets the lease run out.
-    claimed = (
+
+def _claimed_from_row(row) -> WebhookDelivery:
+    """The delivery of a CLAIM_SQL row, with its event and destination (None if deleted)."""
+    instances, offset = [], 0
+    for _alias, model in CLAIM_ROW_MODELS:
+        fields = model._meta.concrete_fields
+        values = []
+        for field, value in zip(fields, row[offset : offset + len(fields)], strict=True):
+            for converter in field.get_db_converters(connection):
+                value = converter(value, None, connection)
+            values.append(value)
+        offset += len(fields)
+        instances.append(
+            model.from_db(connection.alias, [field.attname for field in fields], values)
+            if values[0] is not None
+            else None
+        )
+    delivery, event, destination = instances
+    delivery.event = event
+    delivery.destination = destination
+    return delivery
+
+
+def _delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
+    """Leases the oldest due delivery matching `match` (delivery_id= or destination_id=) to
+    this worker and counts its attempt; None when there is none (or another worker has it)."""
+    ((match_name, match_value),) = match.items()
+    lease_until = now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)
+    if connection.vendor == "postgresql":
+        params = {
+            "lease_until": lease_until,
+            "token": token,
+            "now": now,
+            "pending": WebhookDelivery.STATUS_PENDING,
+            match_name: match_value,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(CLAIM_SQL_BY[match_name], params)
+            row = cursor.fetchone()
+        return _claimed_from_row(row) if row else None
+    # SQLite (`make run`): one writer at a time; the conditional UPDATE is the claim.
+    due = (
         WebhookDelivery.objects.filter(
-            pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
+            status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now, **match
         )
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(
-            lease_until=now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
-            lease_token=token,
-            attempts=F("attempts") + 1,
-            updated_at=now,
-        )
+        .order_by("next_attempt_at")
     )
-    if not claimed:
+    candidate = due.values_list("pk", flat=True).first()
+    if candidate is None or not due.filter(pk=candidate).update(
+        lease_until=lease_until, lease_token=token, attempts=F("attempts") + 1, updated_at=now
+    ):
         return None
-    delivery = WebhookDelivery.objects.select_related("event", "destination").get(pk=delivery_id)
+    return WebhookDelivery.objects.select_related("event", "destination").get(pk=candidate)
+
+
+def delivery_claim(
+    *, delivery_id=None, destination_id=None
+) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | None:
+    """Leases a due pending delivery (this one, or the destination's oldest due) to this worker
+    and counts its attempt; None if none is due, it is final, or another worker has it.
+
+    A claimed delivery whose destination is disabled or deleted is settled instead (also None).
+    """
+    claim = _delivery_claim_next(delivery_id=delivery_id, destination_id=destination_id)
+    return claim if claim else None
+
+
+def _delivery_claim_next(*, delivery_id=None, destination_id=None):
+    """As delivery_claim, but tells "nothing to claim" (None) from "claimed, then settled
+    without an attempt" (False), so a drain goes on after the latter."""
+    now = timezone.now()
+    token = uuid.uuid4()
+    # Autocommitted statements, no transaction: the claim is one statement; what follows only
+    # reads or records, and a worker dying in between just lets the lease run out.
+    match = {"delivery_id": delivery_id} if delivery_id else {"destination_id": destination_id}
+    delivery = _delivery_lease(now=now, token=token, **match)
+    if delivery is None:
+        return None
     if delivery.attempts > 1:
         _abandoned_attempts_record(delivery=delivery, now=now)
     destination = delivery.destination
@@ -104,7 +206,7 @@ def delivery_claim(*, delivery_id) -> tuple[WebhookDelivery, WebhookDeliveryAtte
             next_attempt_at=None,
             enqueued_at=None,
         )
-        return None
+        return False
     origin = url_origin(destination.url)
     if origin != delivery.destination_origin:
         # The destination's URL changed since the delivery was created: show where it goes.
@@ -270,14 +372,9 @@ def _destination_health_update(*, destination, result: SendResult, now) -> bool:
     return bool(reason)
 
 
-def delivery_send(*, delivery_id) -> str | None:
-    """One attempt of a delivery, if it is due and free; returns its new status or None."""
+def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
     from events.serializers import event_resource
 
-    claim = delivery_claim(delivery_id=delivery_id)
-    if claim is None:
-        return None
-    delivery, attempt = claim
     body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
     result = send(
         url=attempt.url,
@@ -286,3 +383,40 @@ def delivery_send(*, delivery_id) -> str | None:
         secrets=destination_signing_secrets(delivery.destination),
     )
     return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
+
+
+def delivery_send(*, delivery_id) -> str | None:
+    """One attempt of a delivery, if it is due and free; returns its new status or None."""
+    claim = delivery_claim(delivery_id=delivery_id)
+    if claim is None:
+        return None
+    return _attempt_make(*claim)
+
+
+def destination_drain(*, destination_id) -> int:
+    """Sends the destination's due deliveries one after another, oldest first, for at most
+    WEBHOOKS_DRAIN_SECONDS; returns how many it claimed.
+
+    New deliveries are queued as one drain per destination (services.destination_drain_request),
+    not one message per delivery. The drain ends by clearing the destination's drain marker and
+    then looking once more, so a delivery committed while the marker was still set (and so not
+    queued) is sent by this drain. Out of time with more due, it queues its successor, which
+    goes to the back of the queue: other destinations' work is not held up behind a backlog.
+    """
+    started = time.monotonic()
+    claimed = 0
+    marker_held = True
+    while True:
+        if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
+            destination_drain_continue(destination_id)
+            return claimed
+        claim = _delivery_claim_next(destination_id=destination_id)
+        if claim is None:
+            if not marker_held:
+                return claimed
+            destination_drain_marker_clear(destination_id)
+            marker_held = False
+            continue
+        claimed += 1
+        if claim:
+            _attempt_make(*claim)

@@ -17,3 +17,21 @@ def lease_outlasts_an_attempt(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@checks.register(checks.Tags.compatibility)
+def drain_ends_within_its_time_limit(app_configs, **kwargs):
+    # A drain's last claim comes at WEBHOOKS_DRAIN_SECONDS and its attempt may take
+    # WEBHOOKS_TIMEOUT_SECONDS: both within the task's time limit (WEBHOOKS_LEASE_SECONDS), or
+    # the limit would regularly kill drains in the middle of an attempt.
+    drain_and_attempt = settings.WEBHOOKS_DRAIN_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
+    if drain_and_attempt >= settings.WEBHOOKS_LEASE_SECONDS:
+        return [
+            checks.Error(
+                "WEBHOOKS_DRAIN_SECONDS + WEBHOOKS_TIMEOUT_SECONDS must be less than "
+                "WEBHOOKS_LEASE_SECONDS.",
+                hint="Lower WEBHOOKS_DRAIN_SECONDS or raise WEBHOOKS_LEASE_SECONDS.",
+                id="webhooks.E002",
+            )
+        ]
+    return []

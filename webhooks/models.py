@@ -82,7 +82,7 @@ class WebhookDelivery(models.Model):
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
     # null before any response (spec: "string or null"), "" for an empty body.
     response_body = models.TextField(null=True, blank=True)  # noqa: DJ001
-    # Claim of the worker sending the current attempt (see services.delivery_claim).
+    # Claim of the worker sending the current attempt (see attempts.delivery_claim).
     lease_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
     # When a send message was last queued; the sweeper re-queues due deliveries after a while.
@@ -97,6 +97,12 @@ class WebhookDelivery(models.Model):
             models.Index(
                 fields=["next_attempt_at"],
                 name="delivery_due_idx",
+                condition=models.Q(status="pending"),
+            ),
+            # A destination's drain claims its oldest due delivery.
+            models.Index(
+                fields=["destination", "next_attempt_at"],
+                name="delivery_destination_due_idx",
                 condition=models.Q(status="pending"),
             ),
         ]

@@ -3,16 +3,19 @@
 Delivery lifecycle (DESIGN.md "Webhooks"): created `pending` in the event's transaction (or
 `disabled`, never sent, when the destination is disabled) -> claimed with a lease by one worker
 -> attempt sent -> `succeeded` on a 2xx, else `pending` again with `next_attempt_at` on the
-retry schedule, then `failed` after the last retry. The send task is queued on commit; the
-beat sweeper queues again any due delivery whose message was lost.
+retry schedule, then `failed` after the last retry. New deliveries are sent by a drain of their
+destination, queued on commit; a retry is queued as its own send task; the beat sweeper queues
+again any due delivery whose message was lost.
 """
 
 import base64
+import contextlib
 import logging
 import secrets as secrets_module
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -148,29 +151,89 @@ def destination_signing_secrets(destination: WebhookDestination) -> list[str]:
 # --- deliveries: creation and queueing ------------------------------------------------------
 
 
-def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) -> bool:
-    """Queues send tasks; a broker outage is logged, not raised: the sweeper catches up.
+def _tasks_publish(task, args_list: list[list], *, countdown: float | None = None) -> bool:
+    """Queues `task` once per args; False (nothing raised) when the broker is unreachable.
 
     Fails fast (one connection try, no publish retries): this runs after the commit of a
     business request, which must not wait seconds for a broker that is down.
     """
-    from webhooks.tasks import delivery_send_task
-
     try:
-        with delivery_send_task.app.producer_or_acquire() as producer:
+        with task.app.producer_or_acquire() as producer:
             producer.connection.ensure_connection(max_retries=1, interval_start=0, timeout=1)
-            for delivery_id in delivery_ids:
-                delivery_send_task.apply_async(
-                    args=[str(delivery_id)], countdown=countdown, retry=False, producer=producer
-                )
+            for args in args_list:
+                task.apply_async(args=args, countdown=countdown, retry=False, producer=producer)
     except Exception:
-        logger.warning("%d webhook deliveries not queued; the sweeper will", len(delivery_ids))
         return False
     return True
 
 
-def _enqueue_on_commit(delivery: WebhookDelivery) -> None:
-    transaction.on_commit(lambda: deliveries_enqueue([delivery.id]), robust=True)
+def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) -> bool:
+    """Queues one send task per delivery (retries, the sweeper); a broker outage is logged,
+    not raised: the sweeper catches up."""
+    from webhooks.tasks import delivery_send_task
+
+    queued = _tasks_publish(
+        delivery_send_task,
+        [[str(delivery_id)] for delivery_id in delivery_ids],
+        countdown=countdown,
+    )
+    if not queued:
+        logger.warning("%d webhook deliveries not queued; the sweeper will", len(delivery_ids))
+    return queued
+
+
+# --- deliveries: one drain per destination --------------------------------------------------
+# New deliveries are sent by a drain of their destination (attempts.destination_drain), which
+# claims and sends due deliveries one after another. A marker in the cache says "a drain of this
+# destination is queued or running"; while it is set, new deliveries queue nothing. It expires
+# after WEBHOOKS_LEASE_SECONDS (a drain's time limit), so a killed worker's marker goes away.
+
+
+def _drain_marker_key(destination_id) -> str:
+    return f"webhooks:drain:{destination_id}"
+
+
+def _drain_enqueue(destination_id) -> bool:
+    from webhooks.tasks import destination_drain_task
+
+    if _tasks_publish(destination_drain_task, [[destination_id]]):
+        return True
+    logger.warning("webhook destination %s: drain not queued; the sweeper will", destination_id)
+    destination_drain_marker_clear(destination_id)
+    return False
+
+
+def destination_drain_request(destination_id) -> None:
+    """Queues a drain of the destination unless one is queued or running already (it will
+    claim the new deliveries too). Called on the commit that created deliveries."""
+    try:
+        marker_set = cache.add(
+            _drain_marker_key(destination_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS
+        )
+    except Exception:
+        marker_set = True  # no cache: queue anyway; a drain with nothing due just ends
+    if marker_set:
+        _drain_enqueue(destination_id)
+
+
+def destination_drain_continue(destination_id) -> None:
+    """Queues the successor of a drain that ran out of time with deliveries still due."""
+    with contextlib.suppress(Exception):
+        cache.set(_drain_marker_key(destination_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS)
+    _drain_enqueue(destination_id)
+
+
+def destination_drain_marker_clear(destination_id) -> None:
+    try:
+        cache.delete(_drain_marker_key(destination_id))
+    except Exception:
+        # It expires on its own; until then the sweeper queues what new deliveries need.
+        logger.warning("webhook destination %s: drain marker not cleared", destination_id)
+
+
+def _drain_request_on_commit(delivery: WebhookDelivery) -> None:
+    destination_id = delivery.destination_id
+    transaction.on_commit(lambda: destination_drain_request(destination_id), robust=True)
 
 
 def _delivery_new(*, event, destination: WebhookDestination) -> WebhookDelivery:
@@ -199,7 +262,7 @@ def deliveries_create_for_event(*, event) -> WebhookDelivery | None:
         return None
     delivery = _delivery_new(event=event, destination=destination)
     if delivery.status == WebhookDelivery.STATUS_PENDING:
-        _enqueue_on_commit(delivery)
+        _drain_request_on_commit(delivery)
     return delivery
 
 
@@ -218,7 +281,7 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
         if not destination.enabled:
             raise ValidationFailed.field("destination", "the webhook destination is disabled")
         delivery = _delivery_new(event=original.event, destination=destination)
-        _enqueue_on_commit(delivery)
+        _drain_request_on_commit(delivery)
     return delivery
 
 

@@ -5,19 +5,26 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from webhooks.attempts import delivery_send
+from webhooks.attempts import delivery_send, destination_drain
 from webhooks.services import deliveries_sweep
 
 logger = logging.getLogger(__name__)
 
 
-# The attempt stops itself at WEBHOOKS_TIMEOUT_SECONDS (webhooks/sender.py); the hard limit is
+# An attempt stops itself at WEBHOOKS_TIMEOUT_SECONDS (webhooks/sender.py); the hard limit is
 # the backstop for what that cannot cut (a TLS handshake trickled byte by byte), and ends the
-# task before its lease does: the task starts before it claims. Prefork pool only (not --pool solo).
+# task before the lease of its attempt does: the task starts before it claims (a drain stops
+# claiming after WEBHOOKS_DRAIN_SECONDS, check webhooks.E002). Prefork pool only.
 @shared_task(name="webhooks.delivery_send", time_limit=settings.WEBHOOKS_LEASE_SECONDS)
 def delivery_send_task(delivery_id: str):
     """One attempt of a delivery; a no-op when it is not due, final, or leased elsewhere."""
     return delivery_send(delivery_id=delivery_id)
+
+
+@shared_task(name="webhooks.destination_drain", time_limit=settings.WEBHOOKS_LEASE_SECONDS)
+def destination_drain_task(destination_id: int):
+    """Sends a destination's due deliveries, oldest first (new deliveries come this way)."""
+    return destination_drain(destination_id=destination_id)
 
 
 @shared_task(name="webhooks.deliveries_sweep")

@@ -26,6 +26,9 @@ WEBHOOKS_TIMEOUT_SECONDS = _seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 # A claimed delivery belongs to its worker this long; longer than any attempt can take
 # (connect + read timeouts plus margin), so two workers never send the same attempt.
 WEBHOOKS_LEASE_SECONDS = _seconds("WEBHOOKS_LEASE_SECONDS", 60)
+# A destination's drain (one task sending its due deliveries in turn) claims no more after
+# this long and queues its successor, so one backlog does not hold a worker process for long.
+WEBHOOKS_DRAIN_SECONDS = _seconds("WEBHOOKS_DRAIN_SECONDS", 10)
 # How often beat runs the sweeper, and how long a due delivery's queued message is trusted
 # before the sweeper enqueues another one (a lost message, a Redis outage, a killed worker).
 WEBHOOKS_SWEEP_INTERVAL_SECONDS = _seconds("WEBHOOKS_SWEEP_INTERVAL_SECONDS", 10)
