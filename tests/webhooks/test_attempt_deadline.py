@@ -153,3 +153,23 @@ def test_the_delivery_task_is_killed_before_its_lease_ends():
     from webhooks.tasks import delivery_send_task
 
     assert 0 < delivery_send_task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS
+
+
+def test_a_drain_longer_than_its_time_limit_allows_is_a_configuration_error(settings):
+    from django.core.checks import run_checks
+
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 10
+    settings.WEBHOOKS_LEASE_SECONDS = 60
+    settings.WEBHOOKS_DRAIN_SECONDS = 50
+    assert "webhooks.E002" in [message.id for message in run_checks()]
+
+    settings.WEBHOOKS_DRAIN_SECONDS = 45
+    assert "webhooks.E002" not in [message.id for message in run_checks()]
+
+
+def test_the_drain_task_is_killed_before_the_lease_of_its_last_attempt_ends():
+    from django.conf import settings as django_settings
+
+    from webhooks.tasks import destination_drain_task
+
+    assert 0 < destination_drain_task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS

@@ -1,6 +1,7 @@
 """End to end through a real Celery worker process, the test Redis and the test database:
 events recorded and committed here are delivered by the worker to the local receiver."""
 
+import itertools
 import os
 import subprocess
 import threading
@@ -11,6 +12,7 @@ import pytest
 from django.conf import settings
 from standardwebhooks import Webhook
 
+from tests.concurrency import run_at_once
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
 from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
@@ -92,6 +94,25 @@ def test_worker_marks_failed_when_retries_are_exhausted(celery_worker, store, re
     # WORKER_ENV: three retries after the first attempt
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("failed", 4, 500)
     assert len(receiver.received()) == 4
+
+
+def test_events_from_concurrent_writers_each_arrive_once(celery_worker, store, receiver):
+    destination_for(store, receiver.url)
+    events, lock, order_ids = [], threading.Lock(), itertools.count(1)
+
+    def writer():
+        for _ in range(15):
+            event = record_order_completed(store, order_id=next(order_ids))
+            with lock:
+                events.append(event)
+
+    outcomes = run_at_once(writer, 3)
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+
+    all_final(timeout=30)
+    arrived = [request.headers["webhook-id"] for request in receiver.received()]
+    assert sorted(arrived) == sorted(event.id for event in events)  # every one, once each
+    assert set(WebhookDelivery.objects.values_list("status", "attempts")) == {("succeeded", 1)}
 
 
 def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):

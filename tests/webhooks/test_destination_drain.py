@@ -1,0 +1,149 @@
+"""New deliveries go out through one drain per destination: one queued message for a burst of
+events, deliveries claimed one by one (oldest first), never twice, and none left behind.
+
+Drains run in the test process here (tests/webhooks/test_worker_delivery.py runs them in a real
+worker); the queue is the real Redis broker, read without consuming it.
+"""
+
+import base64
+import json
+import threading
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+
+from config.celery import app
+from tests.concurrency import run_at_once
+from tests.webhooks.conftest import destination_for, record_order_completed
+from webhooks import attempts
+from webhooks.attempts import destination_drain
+from webhooks.models import WebhookDelivery, WebhookDestination
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def empty_queue(settings):
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+    app.control.purge()
+    yield
+    app.control.purge()
+
+
+def queued() -> list[tuple[str, list]]:
+    """(task name, args) of every message waiting in the broker's default queue."""
+    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    messages = [json.loads(raw) for raw in reversed(client.lrange("celery", 0, -1))]
+    # kombu's Redis message: a base64 body holding [args, kwargs, embed]
+    return [
+        (message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0])
+        for message in messages
+    ]
+
+
+def delivered_ids(receiver) -> list[str]:
+    return [request.headers["webhook-id"] for request in receiver.received()]
+
+
+def test_a_burst_of_new_deliveries_queues_one_drain_of_the_destination(store, receiver):
+    destination = destination_for(store, receiver.url)
+
+    for order_id in range(5):
+        record_order_completed(store, order_id=order_id)
+
+    assert queued() == [("webhooks.destination_drain", [destination.pk])]
+    assert WebhookDelivery.objects.filter(status="pending").count() == 5
+
+
+def test_a_drain_sends_every_due_delivery_oldest_first_then_new_ones_queue_again(store, receiver):
+    destination = destination_for(store, receiver.url)
+    events = [record_order_completed(store, order_id=n) for n in range(3)]
+
+    assert destination_drain(destination_id=destination.pk) == 3
+
+    assert delivered_ids(receiver) == [event.id for event in events]
+    assert set(WebhookDelivery.objects.values_list("status", "attempts")) == {("succeeded", 1)}
+    # the drain is over: the next delivery queues a drain of its own
+    app.control.purge()
+    record_order_completed(store, order_id=9)
+    assert queued() == [("webhooks.destination_drain", [destination.pk])]
+
+
+def test_a_delivery_committed_as_the_drain_ends_is_sent_by_that_drain(store, receiver, monkeypatch):
+    destination = destination_for(store, receiver.url)
+    first = record_order_completed(store, order_id=1)
+    marker_clear = attempts.destination_drain_marker_clear
+    late = []
+
+    def commit_late_event_then_clear(destination_id):
+        # Another request commits after the drain found nothing more, while its marker is
+        # still set: that request queues nothing and relies on this drain.
+        thread = threading.Thread(
+            target=lambda: late.append(record_order_completed(store, order_id=2))
+        )
+        thread.start()
+        thread.join()
+        marker_clear(destination_id)
+
+    monkeypatch.setattr(attempts, "destination_drain_marker_clear", commit_late_event_then_clear)
+
+    assert destination_drain(destination_id=destination.pk) == 2
+
+    assert delivered_ids(receiver) == [first.id, late[0].id]
+    assert queued() == [("webhooks.destination_drain", [destination.pk])]  # the first event's
+    assert not WebhookDelivery.objects.exclude(status="succeeded").exists()
+
+
+def test_concurrent_drains_of_one_destination_send_each_delivery_once(store, receiver):
+    destination = destination_for(store, receiver.url)
+    events = [record_order_completed(store, order_id=n) for n in range(40)]
+
+    counts = run_at_once(lambda: destination_drain(destination_id=destination.pk), 4)
+
+    assert not [count for count in counts if isinstance(count, BaseException)], counts
+    assert sum(counts) == 40
+    assert sorted(delivered_ids(receiver)) == sorted(event.id for event in events)
+    assert set(WebhookDelivery.objects.values_list("status", "attempts")) == {("succeeded", 1)}
+
+
+def test_a_drain_out_of_time_queues_its_successor(store, receiver, settings):
+    settings.WEBHOOKS_DRAIN_SECONDS = 0  # every drain claims one delivery, then hands over
+    destination = destination_for(store, receiver.url)
+    for order_id in range(3):
+        record_order_completed(store, order_id=order_id)
+    app.control.purge()
+
+    assert destination_drain(destination_id=destination.pk) == 1
+
+    assert queued() == [("webhooks.destination_drain", [destination.pk])]
+    statuses = sorted(WebhookDelivery.objects.values_list("status", flat=True))
+    assert statuses == ["pending", "pending", "succeeded"]
+
+
+def test_a_drain_settles_deliveries_of_a_destination_disabled_meanwhile_and_goes_on(
+    store, other_store, receiver
+):
+    destination = destination_for(store, receiver.url)
+    for order_id in range(2):
+        record_order_completed(store, order_id=order_id)
+    # disabled by a write that did not settle its pending deliveries (as a racing one)
+    WebhookDestination.objects.filter(pk=destination.pk).update(enabled=False)
+
+    assert destination_drain(destination_id=destination.pk) == 2
+
+    assert receiver.received() == []
+    assert set(WebhookDelivery.objects.values_list("status", "attempts")) == {("disabled", 0)}
+
+
+def test_a_drain_sends_only_its_own_destinations_deliveries(store, other_store, receiver):
+    destination = destination_for(store, receiver.url)
+    destination_for(other_store, receiver.url)
+    mine = record_order_completed(store, order_id=1)
+    record_order_completed(other_store, order_id=1)
+
+    assert destination_drain(destination_id=destination.pk) == 1
+
+    assert delivered_ids(receiver) == [mine.id]
+    assert WebhookDelivery.objects.get(store=other_store).status == "pending"
