@@ -19,7 +19,10 @@ proxies are ignored (a proxy would connect on our behalf, unchecked).
 import base64
 import contextlib
 import hashlib
+import heapq
 import hmac
+import itertools
+import os
 import socket
 import threading
 import time
@@ -48,10 +51,9 @@ class AttemptDeadline:
         self.seconds = seconds
         self.ends_at = time.monotonic() + seconds
         self.expired = False
+        self.finished = False
         self._connections: list = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
 
     def remaining(self) -> float:
         return max(0.0, self.ends_at - time.monotonic())
@@ -62,20 +64,74 @@ class AttemptDeadline:
             if self.expired:
                 _shut(connection)
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
         with self._lock:
+            if self.finished:
+                return  # too late: the connection may already serve the next attempt
             self.expired = True
             for connection in self._connections:
                 _shut(connection)
 
     def __enter__(self) -> "AttemptDeadline":
         _attempt.deadline = self
-        self._timer.start()
+        _watchdog.watch(self)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._timer.cancel()
+        with self._lock:
+            self.finished = True
         _attempt.deadline = None
+
+
+class _Watchdog:
+    """Expires attempt deadlines: one thread per process, started on first use, instead of a
+    timer thread per attempt (starting one costs about as much as a fast attempt's claim)."""
+
+    def __init__(self):
+        self._condition = threading.Condition()
+        self._deadlines: list[tuple[float, int, AttemptDeadline]] = []  # a heap by end time
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: AttemptDeadline) -> None:
+        with self._condition:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="webhooks-attempt-watchdog", daemon=True
+                )
+                self._thread.start()
+            heapq.heappush(self._deadlines, (deadline.ends_at, next(self._order), deadline))
+            if self._deadlines[0][2] is deadline:
+                # Only an earlier end than the one it waits for needs waking it: waking the
+                # thread on every attempt would cost the attempt a switch of the GIL.
+                self._condition.notify()
+
+    def _run(self) -> None:
+        with self._condition:
+            while True:
+                while self._deadlines and self._deadlines[0][2].finished:
+                    heapq.heappop(self._deadlines)
+                if not self._deadlines:
+                    self._condition.wait()
+                    continue
+                wait = self._deadlines[0][0] - time.monotonic()
+                if wait > 0:
+                    self._condition.wait(wait)
+                    continue
+                heapq.heappop(self._deadlines)[2].expire()
+
+
+_watchdog = _Watchdog()
+
+
+def _watchdog_reset() -> None:
+    # A forked child (a Celery prefork worker) has no copy of the parent's thread, and the
+    # parent's lock may have been held at fork time: it starts afresh.
+    global _watchdog
+    _watchdog = _Watchdog()
+
+
+os.register_at_fork(after_in_child=_watchdog_reset)
 
 
 def _shut(connection) -> None:
