@@ -173,3 +173,27 @@ def test_the_drain_task_is_killed_before_the_lease_of_its_last_attempt_ends():
     from webhooks.tasks import destination_drain_task
 
     assert 0 < destination_drain_task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS
+
+
+def test_a_forked_worker_process_expires_its_own_deadlines():
+    # Celery's prefork children are forked: the parent's watchdog thread does not come along.
+    import os
+
+    from webhooks.sender import AttemptDeadline
+
+    with AttemptDeadline(5):  # the parent's watchdog is running, waiting on this deadline
+        pid = os.fork()
+        if pid == 0:  # the child: exits 0 only if its own deadline expired
+            try:
+                with AttemptDeadline(0.1) as deadline:
+                    time.sleep(0.6)
+                os._exit(0 if deadline.expired else 1)
+            except BaseException:
+                os._exit(2)
+    ends_at = time.monotonic() + 10
+    while (waited := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < ends_at:
+        time.sleep(0.05)
+    if waited[0] == 0:  # hung (a lock copied from the parent while held): a failure too
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert waited[0] == pid and os.waitstatus_to_exitcode(waited[1]) == 0
