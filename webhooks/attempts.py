@@ -154,9 +154,10 @@ def _delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
             row = cursor.fetchone()
         return _claimed_from_row(row) if row else None
     # SQLite (`make run`): one writer at a time; the conditional UPDATE is the claim.
+    orm_match = {"pk": match_value} if match_name == "delivery_id" else match
     due = (
         WebhookDelivery.objects.filter(
-            status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now, **match
+            status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now, **orm_match
         )
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         .order_by("next_attempt_at")
