@@ -125,11 +125,9 @@ def _claimed_from_row(row) -> WebhookDelivery:
                 value = converter(value, None, connection)
             values.append(value)
         offset += len(fields)
-        instances.append(
-            model.from_db(connection.alias, [field.attname for field in fields], values)
-            if values[0] is not None
-            else None
-        )
+        names = [field.attname for field in fields]
+        present = values[names.index(model._meta.pk.attname)] is not None  # the LEFT JOIN's
+        instances.append(model.from_db(connection.alias, names, values) if present else None)
     delivery, event, destination = instances
     delivery.event = event
     delivery.destination = destination
