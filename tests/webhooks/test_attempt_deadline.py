@@ -136,43 +136,35 @@ def test_an_answer_within_the_budget_is_unaffected(store, budget, receiver):
     assert delivery_send(delivery_id=second.pk) == "succeeded"
 
 
-def test_a_lease_shorter_than_two_attempt_budgets_is_a_configuration_error(settings):
+@pytest.mark.parametrize(
+    ("timeout", "lease", "drain", "check_id", "refused"),
+    [
+        (10, 15, 1, "webhooks.E001", True),  # a lease shorter than two attempt budgets
+        (10, 20, 1, "webhooks.E001", False),
+        (10, 60, 50, "webhooks.E002", True),  # a drain's last attempt past its time limit
+        (10, 60, 45, "webhooks.E002", False),
+    ],
+)
+def test_timings_that_let_an_attempt_outlive_its_lease_are_configuration_errors(
+    settings, timeout, lease, drain, check_id, refused
+):
     from django.core.checks import run_checks
 
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 10
-    settings.WEBHOOKS_LEASE_SECONDS = 15
-    assert "webhooks.E001" in [message.id for message in run_checks()]
+    settings.WEBHOOKS_TIMEOUT_SECONDS = timeout
+    settings.WEBHOOKS_LEASE_SECONDS = lease
+    settings.WEBHOOKS_DRAIN_SECONDS = drain
 
-    settings.WEBHOOKS_LEASE_SECONDS = 20
-    assert "webhooks.E001" not in [message.id for message in run_checks()]
+    assert (check_id in [message.id for message in run_checks()]) is refused
 
 
-def test_the_delivery_task_is_killed_before_its_lease_ends():
+@pytest.mark.parametrize("task_name", ["delivery_send_task", "destination_drain_task"])
+def test_the_sending_tasks_are_killed_before_the_lease_of_their_attempt_ends(task_name):
     from django.conf import settings as django_settings
 
-    from webhooks.tasks import delivery_send_task
+    from webhooks import tasks
 
-    assert 0 < delivery_send_task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS
-
-
-def test_a_drain_longer_than_its_time_limit_allows_is_a_configuration_error(settings):
-    from django.core.checks import run_checks
-
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 10
-    settings.WEBHOOKS_LEASE_SECONDS = 60
-    settings.WEBHOOKS_DRAIN_SECONDS = 50
-    assert "webhooks.E002" in [message.id for message in run_checks()]
-
-    settings.WEBHOOKS_DRAIN_SECONDS = 45
-    assert "webhooks.E002" not in [message.id for message in run_checks()]
-
-
-def test_the_drain_task_is_killed_before_the_lease_of_its_last_attempt_ends():
-    from django.conf import settings as django_settings
-
-    from webhooks.tasks import destination_drain_task
-
-    assert 0 < destination_drain_task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS
+    task = getattr(tasks, task_name)
+    assert 0 < task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS
 
 
 def test_a_forked_worker_process_expires_its_own_deadlines():
