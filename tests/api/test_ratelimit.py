@@ -1,6 +1,5 @@
 """Per-credential rate limits on Redis, failing open (DESIGN.md "Limits and rate limits")."""
 
-import socket
 from types import SimpleNamespace
 
 import pytest
@@ -9,26 +8,10 @@ from django.test import override_settings
 from config.api import ratelimit
 from tests.conftest import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
+from tests.outages import dead_redis_caches
 
 # Every test here runs on a stopped limiter clock: a minute boundary cannot split a test.
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen_rate_limit_clock")]
-
-
-def dead_redis_url():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"redis://127.0.0.1:{port}/0"  # nothing listens there once the socket closes
-
-
-def dead_redis_caches():
-    return {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": dead_redis_url(),
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-        }
-    }
 
 
 def test_normal_responses_carry_the_budget(auth_client, settings):

@@ -12,9 +12,11 @@ import threading
 import pytest
 import redis
 from django.conf import settings as django_settings
+from django.test import override_settings
 
 from config.celery import app
 from tests.concurrency import run_at_once
+from tests.outages import dead_redis_caches
 from tests.webhooks.conftest import destination_for, record_order_completed
 from webhooks import attempts
 from webhooks.attempts import destination_drain
@@ -147,3 +149,36 @@ def test_a_drain_sends_only_its_own_destinations_deliveries(store, other_store, 
 
     assert delivered_ids(receiver) == [mine.id]
     assert WebhookDelivery.objects.get(store=other_store).status == "pending"
+
+
+def test_without_the_cache_every_new_delivery_queues_a_drain(store, receiver):
+    # the coalescing marker cannot be read: queue anyway (a drain finding nothing just ends)
+    destination = destination_for(store, receiver.url)
+
+    with override_settings(CACHES=dead_redis_caches()):
+        for order_id in range(2):
+            record_order_completed(store, order_id=order_id)
+
+    assert queued() == [("webhooks.destination_drain", [destination.pk])] * 2
+
+
+def test_a_drain_that_could_not_be_queued_does_not_hold_back_the_next_one(
+    store, receiver, monkeypatch
+):
+    from kombu.exceptions import OperationalError
+
+    from webhooks.tasks import destination_drain_task
+
+    destination = destination_for(store, receiver.url)
+
+    def broker_refuses(*args, **kwargs):
+        raise OperationalError("the broker refused the message")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(destination_drain_task, "apply_async", broker_refuses)
+        record_order_completed(store, order_id=1)  # left to the sweeper
+    assert queued() == []
+
+    record_order_completed(store, order_id=2)
+
+    assert queued() == [("webhooks.destination_drain", [destination.pk])]
