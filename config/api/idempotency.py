@@ -1,4 +1,5 @@
-"""The one idempotency mechanism (DESIGN.md "Idempotency"), used by store creation and replay.
+"""The one idempotency mechanism (DESIGN.md "Idempotency"): store creation, replay, coupon
+writes and webhook destination writes, each through the `idempotent` action decorator.
 
 A key is scoped to (user, operation). The first request claims the key with a fingerprint of
 method, path, store and body; its outcome is stored unless it is a 5xx or a 429 (nothing was
@@ -6,19 +7,22 @@ executed, so a retry must be able to run). Same key + same request -> the stored
 `Idempotent-Replayed: true`; a different request -> 409; still in flight -> 409.
 """
 
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from config.api.errors import Conflict, ValidationFailed, api_exception_handler, request_id_of
 from config.api.models import IdempotencyKey
+from config.api.schema import idempotency_key_parameter, idempotent_replayed_header
 
 HEADER = "Idempotency-Key"
 # Printable ASCII, as HTTP header values travel reliably; the schema states the same pattern.
@@ -114,6 +118,48 @@ def idempotent_response(
     else:
         claim.update(response_status=response.status_code, response_body=response.data)
     return response
+
+
+def idempotent(
+    *,
+    operation: str,
+    replayed_statuses: Iterable[int],
+    required: bool = False,
+    min_length: int = 1,
+    max_length: int = 255,
+):
+    """Makes a ViewSet action idempotent under `Idempotency-Key` and declares it in the schema.
+
+    `operation` scopes keys (with the user); the fingerprint includes the resolved store, so a
+    key reused against another store is a 409. `replayed_statuses` are the outcomes a replay
+    can return (those of the action itself; errors raised before it are never stored).
+    """
+
+    def decorator(action):
+        @functools.wraps(action)
+        def wrapper(self, request, *args, **kwargs):
+            key = idempotency_key_from(
+                request, required=required, min_length=min_length, max_length=max_length
+            )
+            store = getattr(request, "store", None)
+            return idempotent_response(
+                request,
+                operation=operation,
+                key=key,
+                store_id=store.pk if store is not None else None,
+                run=lambda: action(self, request, *args, **kwargs),
+            )
+
+        return extend_schema(
+            parameters=[
+                idempotency_key_parameter(
+                    required=required, min_length=min_length, max_length=max_length
+                ),
+                idempotent_replayed_header(replayed_statuses),
+            ]
+        )(wrapper)
+
+    return decorator
 
 
 def idempotency_keys_prune() -> int:

@@ -148,6 +148,20 @@ def paginated_envelope(name: str, serializer):
     )
 
 
+def idempotent_replayed_header(statuses) -> OpenApiParameter:
+    """The response header of a stored outcome replayed under the same Idempotency-Key."""
+    return OpenApiParameter(
+        "Idempotent-Replayed",
+        str,
+        OpenApiParameter.HEADER,
+        enum=["true"],
+        response=sorted(statuses),
+        required=False,
+        description="`true` when this is the stored response of an earlier request with the "
+        "same Idempotency-Key; absent on the first execution.",
+    )
+
+
 def idempotency_key_parameter(*, required: bool, min_length: int, max_length: int = 255):
     """The Idempotency-Key header as `config.api.idempotency.idempotency_key_from` checks it."""
     from config.api.idempotency import KEY_PATTERN_SOURCE
