@@ -1,4 +1,5 @@
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -52,7 +53,9 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
     return event
 
 
-def events_prune(*, now=None, batch_size: int | None = None) -> int:
+def events_prune(
+    *, now=None, batch_size: int | None = None, on_batch: Callable[[int], object] | None = None
+) -> int:
     """Deletes events older than the retention window, in short batches; returns the count.
 
     Each batch is its own transaction (no long locks, and the journal's transaction horizon
@@ -78,6 +81,8 @@ def events_prune(*, now=None, batch_size: int | None = None) -> int:
             Event.objects.filter(pk__in=[event_id for event_id, _, _ in batch]).delete()
             _prune_marks_raise(batch, now)
         deleted_total += len(batch)
+        if on_batch is not None:  # the command's progress bar
+            on_batch(len(batch))
         logger.info("events prune: deleted %d events so far (cutoff %s)", deleted_total, cutoff)
         if len(batch) < batch_size:
             break

@@ -2,6 +2,7 @@
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -126,7 +127,7 @@ def installation_revoke_for_user(*, user_id: int, application_id: int) -> bool:
     return installation_revoke(installation_id=installation.pk)
 
 
-def oauth_prune() -> int:
+def oauth_prune(*, on_family: Callable[[], object] | None = None) -> int:
     """Deletes expired codes and tokens (DOT's `clear_expired`) and dead family records."""
     clear_expired()
     now = timezone.now()
@@ -135,6 +136,8 @@ def oauth_prune() -> int:
     )
     for family_id in expired_families:
         get_refresh_token_model().revoke_family(family_id)
+        if on_family is not None:  # the command's progress bar
+            on_family()
     deleted, _ = TokenFamily.objects.filter(pk__in=expired_families).delete()
     logger.info("pruned %d expired token families", deleted)
     return deleted

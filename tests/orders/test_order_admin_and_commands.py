@@ -61,26 +61,23 @@ def test_events_are_browsable_read_only_in_the_admin(admin_client, store):
     assert admin_client.post(f"/admin/events/event/{event.pk}/delete/").status_code == 403
 
 
-def test_simulate_orders_places_and_completes_with_a_progress_bar(store):
+def test_simulate_orders_places_and_completes(store):
     out = io.StringIO()
     call_command(
         "simulate_orders", "--store", store.slug, "--count", "120", "--seed", "1", stdout=out
     )
     assert Order.objects.filter(store=store, status="completed").count() == 120
     assert Event.objects.filter(store=store, type="order.completed").count() == 120
-    output = out.getvalue()
-    assert "[" + "#" * 30 + "] 120/120 (100%)" in output
-    assert "120 orders placed" in output
+    assert "120 orders placed" in out.getvalue()
 
 
-def test_simulate_orders_small_runs_have_no_bar_and_can_leave_orders_pending(store):
+def test_simulate_orders_can_leave_orders_pending(store):
     out = io.StringIO()
     call_command(
         "simulate_orders", "--store", store.slug, "--count", "5", "--pending", "1", stdout=out
     )
     assert Order.objects.filter(status="pending").count() == 5
     assert not Event.objects.exists()
-    assert "#" not in out.getvalue()
 
 
 def test_simulate_orders_applies_a_coupon_until_it_is_used_up(store):

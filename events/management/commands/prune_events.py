@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand
 
+from config.progress import progress_bar
 from events.services import events_prune
 
 
@@ -10,5 +11,6 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=None)
 
     def handle(self, *args, batch_size=None, **options):
-        deleted = events_prune(batch_size=batch_size)
+        with progress_bar(desc="events pruned", unit="event") as bar:
+            deleted = events_prune(batch_size=batch_size, on_batch=bar.update)
         self.stdout.write(self.style.SUCCESS(f"Deleted {deleted} events."))

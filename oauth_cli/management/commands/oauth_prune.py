@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand
 
+from config.progress import progress_bar
 from oauth_cli.services import oauth_prune
 
 
@@ -8,5 +9,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         # DOT's own cleartokens (clear_expired) does the codes and tokens; we add families.
-        deleted = oauth_prune()
+        with progress_bar(desc="expired token families", unit="family") as bar:
+            deleted = oauth_prune(on_family=bar.update)
         self.stdout.write(f"Pruned expired codes and tokens; {deleted} token families removed.")

@@ -3,12 +3,9 @@ import random
 from django.core.management.base import BaseCommand, CommandError
 
 from config.api.errors import ApiError
+from config.progress import progress_bar
 from orders.services import order_complete, order_place
 from stores.models import Store
-
-# Counts from this size on get a progress bar.
-PROGRESS_BAR_FROM = 100
-BAR_WIDTH = 30
 
 
 class Command(BaseCommand):
@@ -37,8 +34,8 @@ class Command(BaseCommand):
             raise CommandError(f"no store with slug {store!r}")
         rng = random.Random(seed)
         placed = completed = refused = 0
-        show_bar = count >= PROGRESS_BAR_FROM
-        for done in range(1, count + 1):
+        bar = progress_bar(desc=f"orders in {target.slug}", total=count, unit="order")
+        for _ in range(count):
             try:
                 order = order_place(
                     store=target,
@@ -48,29 +45,20 @@ class Command(BaseCommand):
                 )
             except ApiError as error:
                 refused += 1
-                if not show_bar:
+                if bar.disable:
                     self.stderr.write(f"order refused: {error.message}")
+                else:  # above the bar, which redraws below
+                    bar.write(f"order refused: {error.message}")
             else:
                 placed += 1
                 if rng.random() >= pending:
                     order_complete(order=order)
                     completed += 1
-            if show_bar:
-                self._progress(done, count)
-        if show_bar:
-            self.stdout.write("")
+            bar.update()
+        bar.close()
         self.stdout.write(
             self.style.SUCCESS(
                 f"{placed} orders placed in {target.slug}, {completed} completed, "
                 f"{refused} refused."
             )
         )
-
-    def _progress(self, done: int, total: int) -> None:
-        step = max(1, total // 200)
-        if done % step and done != total:
-            return
-        filled = BAR_WIDTH * done // total
-        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
-        self.stdout.write(f"\r[{bar}] {done}/{total} ({100 * done // total}%)", ending="")
-        self.stdout.flush()
