@@ -84,29 +84,35 @@ class JournalPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view):
         return [
-            {
-                "name": "cursor",
-                "in": "query",
-                "required": False,
-                "description": "`meta.next_cursor` of the previous page; omit to start at the "
-                "oldest retained event. Bound to the store and the exact filter set (400 if "
-                "altered, 409 if reused elsewhere, 410 if retention deleted events after it).",
-                "schema": {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
-            },
-            {
-                "name": "limit",
-                "in": "query",
-                "required": False,
-                "description": f"Events per page, 1 to {self.max_limit} (default "
-                f"{self.default_limit}); otherwise 422.",
-                "schema": {
+            _optional_query_parameter(
+                "cursor",
+                {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
+                "`meta.next_cursor` of the previous page; omit to start at the oldest retained "
+                "event. Bound to the store and the exact filter set (400 if altered, 409 if "
+                "reused elsewhere, 410 if retention deleted events after it).",
+            ),
+            _optional_query_parameter(
+                "limit",
+                {
                     "type": "integer",
                     "minimum": 1,
                     "maximum": self.max_limit,
                     "default": self.default_limit,
                 },
-            },
+                f"Events per page, 1 to {self.max_limit} (default {self.default_limit}); "
+                "otherwise 422.",
+            ),
         ]
+
+
+def _optional_query_parameter(name: str, schema: dict, description: str) -> dict:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
 
 
 def _restart_url(request) -> str:

@@ -6,7 +6,9 @@ sent (cycle detection), so a repeated cursor would stop them exactly when the jo
 """
 
 import pytest
+from django.core import signing
 
+from events.cursors import CURSOR_SALT, filters_fingerprint
 from orders.services import order_complete, order_place
 from tests.events.conftest import record_committed
 
@@ -81,3 +83,32 @@ def test_every_older_cursor_of_the_chain_still_reads_the_same_events(auth_client
         expected = [recorded] if index <= EVENT_AFTER_POLL else []
         assert served == expected, index
         assert next_cursor != cursor, index
+
+
+def _signed(payload: dict) -> str:
+    """A cursor as the server signs it (events/cursors.py), with a payload of our choosing."""
+    return signing.dumps(payload, salt=CURSOR_SALT, compress=True)
+
+
+def test_a_cursor_issued_before_the_chain_sequence_is_accepted(auth_client, store):
+    # given a cursor in the earlier encoding (no "n"), positioned on a served event
+    seen = record_committed(store, subject=("coupon", "1"))
+    new = record_committed(store, subject=("coupon", "2"))
+    legacy = _signed(
+        {"s": store.pk, "f": filters_fingerprint({}), "p": [seen.txid, seen.id], "m": None}
+    )
+    # when / then it resumes after that event, and answers with a different cursor
+    served, next_cursor = _poll(auth_client, "/api/v2/events", legacy)
+    assert served == [new.id]
+    assert next_cursor != legacy
+
+
+@pytest.mark.parametrize("sequence", [-1, "1", 1.5, None, True])
+def test_a_cursor_with_a_malformed_sequence_is_400(auth_client, store, sequence):
+    cursor = _signed(
+        {"s": store.pk, "f": filters_fingerprint({}), "p": None, "m": None, "n": sequence}
+    )
+    response = auth_client.get("/api/v2/events", {"cursor": cursor})
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_request"
+    assert response.json()["param"] == "cursor"
