@@ -261,3 +261,15 @@ def test_an_empty_cursor_starts_at_the_oldest_event(auth_client, store):
     response = auth_client.get("/api/v2/events", {"cursor": ""})
     assert response.status_code == 200
     assert [e["id"] for e in response.json()["data"]] == [first.id]
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete", "options"])
+@pytest.mark.parametrize("journal", ["/api/v2/events", "/api/v2/orders/{order}/events"])
+def test_other_methods_are_405_with_an_honest_allow(auth_client, store, method, journal):
+    order = order_place(store=store, subtotal_cents=100)
+    path = journal.format(order=order.pk)
+    response = getattr(auth_client, method)(path)
+    assert response.status_code == 405
+    assert response.json()["code"] == "method_not_allowed"
+    assert response["Allow"] == "GET, HEAD"
+    assert auth_client.head(path).status_code == 200
