@@ -10,6 +10,12 @@ The position is the last event served, or `(txid, "")` when the page proved that
 event with a lower txid is left to serve (events/selectors.py `_next_position`). The empty id
 sorts before every real id, so both forms share one encoding, and cursors issued before the
 scanned-through form existed decode unchanged.
+
+A cursor also carries its place in the chain of cursors that led to it (`sequence`): the
+cursor a page answers with is numbered one more than the cursor it was asked with, so it never
+equals it, also when the position did not move (an idle journal). Generated API clients refuse
+a `next_cursor` equal to the cursor they sent (cycle detection). The sequence is not part of
+the position: two cursors of one position serve the same events.
 """
 
 import hashlib
@@ -34,6 +40,13 @@ class JournalPosition:
 class JournalCursor:
     position: JournalPosition | None  # None: before every event of the store
     prune_mark: JournalPosition | None  # the store's prune mark when issued
+    sequence: int = 0  # cursors before this one in its chain; absent in older cursors
+
+    def successor(
+        self, *, position: JournalPosition | None, prune_mark: JournalPosition | None
+    ) -> "JournalCursor":
+        """The cursor a page answers this one with: never equal to it (module docstring)."""
+        return JournalCursor(position=position, prune_mark=prune_mark, sequence=self.sequence + 1)
 
 
 def filters_fingerprint(filters: dict[str, str]) -> str:
@@ -65,6 +78,7 @@ def cursor_encode(*, store_id: int, filters: dict[str, str], cursor: JournalCurs
         "f": filters_fingerprint(filters),
         "p": _pair(cursor.position),
         "m": _pair(cursor.prune_mark),
+        "n": cursor.sequence,
     }
     return signing.dumps(payload, salt=CURSOR_SALT, compress=True)
 
@@ -84,10 +98,14 @@ def cursor_decode(raw: str, *, store_id: int, filters: dict[str, str]) -> Journa
         isinstance(payload, dict)
         and type(payload.get("s")) is int
         and isinstance(payload.get("f"), str)
+        and type(payload.get("n", 0)) is int
+        and payload.get("n", 0) >= 0
     ):
         raise BadRequest("The cursor is malformed.", param="cursor")
     cursor = JournalCursor(
-        position=_position(payload.get("p")), prune_mark=_position(payload.get("m"))
+        position=_position(payload.get("p")),
+        prune_mark=_position(payload.get("m")),
+        sequence=payload.get("n", 0),
     )
     if payload["s"] != store_id:
         raise Conflict("The cursor belongs to another store.", param="cursor")

@@ -1,6 +1,7 @@
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from config.api.errors import CursorExpired
 from events.cursors import JournalCursor, JournalPosition
@@ -10,6 +11,7 @@ from events.positions import (
     transaction_horizon_now,
     uses_transaction_horizon,
 )
+from orders.selectors import order_get
 
 
 @dataclass(frozen=True)
@@ -19,10 +21,26 @@ class JournalPage:
     has_more: bool
 
 
+def journal_events(*, store) -> QuerySet[Event]:
+    """The store's journal, for the list views to filter and `journal_page` to page over."""
+    return Event.objects.filter(store=store)
+
+
+def order_journal_filters(*, store, order_id: int) -> dict[str, str]:
+    """The journal filters of one order of the store (404 for an unknown or foreign order).
+
+    `/api/v2/orders/{order}/events` is `/api/v2/events` under exactly these filters, so the
+    cursors of one work on the other with the same filters (events/cursors.py binds them).
+    """
+    order = order_get(store=store, order_id=order_id)
+    return {"subject_type": "order", "subject_id": str(order.pk)}
+
+
 def journal_page(
-    *, store, filters: dict[str, str], cursor: JournalCursor | None, limit: int, fallback_url
+    *, events: QuerySet[Event], store, cursor: JournalCursor | None, limit: int, fallback_url
 ) -> JournalPage:
-    """The next `limit` servable events after the cursor, oldest first (keyset access).
+    """The next `limit` servable `events` of the store after the cursor, oldest first (keyset
+    access); `events` is the store's journal under the client's filters.
 
     Only events below the transaction horizon are served, so a later page can never hold an
     event that sorts before this one (events/positions.py). Raises CursorExpired (410) when
@@ -33,7 +51,6 @@ def journal_page(
     # Read before the page too (see transaction_horizon_now): all below it is final by then.
     horizon = transaction_horizon_now() if uses_transaction_horizon() else None
     position = cursor.position if cursor else None
-    events = Event.objects.filter(store=store, **filters)
     if position is not None:
         events = events.filter(txid__gte=position.txid)
         if position.event_id:  # "" is a scanned-through position: every id of txid is ahead
@@ -46,11 +63,13 @@ def journal_page(
         # Read after the page: a prune that committed meanwhile is seen here at the latest.
         _refuse_if_pruned_past(store=store, cursor=cursor, fallback_url=fallback_url)
     page = rows[:limit]
+    next_position = _next_position(position, page, rows, limit=limit, horizon=horizon)
     return JournalPage(
         events=page,
-        next_cursor=JournalCursor(
-            position=_next_position(position, page, rows, limit=limit, horizon=horizon),
-            prune_mark=mark_before,
+        next_cursor=(
+            cursor.successor(position=next_position, prune_mark=mark_before)
+            if cursor is not None
+            else JournalCursor(position=next_position, prune_mark=mark_before)
         ),
         has_more=len(rows) > limit,
     )

@@ -1,3 +1,5 @@
+from datetime import UTC
+
 from rest_framework import serializers
 
 from config.api.schema import ErrorEnvelopeSerializer
@@ -5,49 +7,33 @@ from events.models import Event
 from events.registry import EVENT_TYPES, SUBJECT_TYPES
 
 
-def event_resource(event: Event) -> dict:
+class EventSubjectSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=sorted(SUBJECT_TYPES), source="subject_type")
+    id = serializers.CharField(source="subject_id")
+
+
+class EventSerializer(serializers.ModelSerializer):
     """The Event (v2) resource: the journal's items and the body of webhook deliveries."""
-    return {
-        "id": event.id,
-        "type": event.type,
-        "version": event.version,
-        "store_id": str(event.store_id),
-        "occurred_at": event.occurred_at.isoformat().replace("+00:00", "Z"),
-        "subject": {"type": event.subject_type, "id": event.subject_id},
-        "data": event.data,
-    }
 
-
-# OpenAPI descriptions of the journal responses (rendering uses `event_resource`).
-class EventSubjectSchema(serializers.Serializer):
-    type = serializers.ChoiceField(choices=sorted(SUBJECT_TYPES))
-    id = serializers.CharField()
-
-
-class EventSchema(serializers.Serializer):
-    id = serializers.CharField()
     type = serializers.ChoiceField(choices=sorted(EVENT_TYPES))
-    version = serializers.IntegerField()
-    store_id = serializers.CharField()
-    occurred_at = serializers.DateTimeField()
-    subject = EventSubjectSchema()
+    store_id = serializers.CharField()  # v2 renders ids as strings
+    # UTC with a `Z`, whatever the current time zone.
+    occurred_at = serializers.DateTimeField(default_timezone=UTC)
+    subject = EventSubjectSerializer(source="*")
     data = serializers.DictField(
         help_text="order.completed: total_cents (integer, minor units) and currency "
         "(string); empty for coupon events."
     )
 
-
-class EventListMetaSchema(serializers.Serializer):
-    next_cursor = serializers.CharField(
-        help_text="Send as `cursor` to get the events after this page; present on every page."
-    )
-    has_more = serializers.BooleanField(help_text="Whether another page is ready now.")
-    retention_days = serializers.IntegerField()
+    class Meta:
+        model = Event
+        fields = ["id", "type", "version", "store_id", "occurred_at", "subject", "data"]
+        read_only_fields = fields
 
 
-class EventListSchema(serializers.Serializer):
-    data = EventSchema(many=True)
-    meta = EventListMetaSchema()
+def event_resource(event: Event) -> dict:
+    """The Event resource of one event, for the webhook delivery body."""
+    return EventSerializer(event).data
 
 
 class CursorFallbackSchema(serializers.Serializer):
@@ -55,5 +41,6 @@ class CursorFallbackSchema(serializers.Serializer):
     url = serializers.URLField()
 
 
+# OpenAPI description of the 410 body (config/api/errors.py renders it).
 class CursorExpiredSchema(ErrorEnvelopeSerializer):
     fallback = CursorFallbackSchema()

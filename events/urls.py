@@ -1,8 +1,10 @@
-from django.urls import path
-
+from config.api.routers import ApiRouter
 from events import views
 
-urlpatterns = [
-    path("events", views.EventListView.as_view(), name="events"),
-    path("orders/<int:order>/events", views.OrderEventListView.as_view(), name="order-events"),
-]
+router = ApiRouter()
+router.register("events", views.EventViewSet, basename="events")
+router.register(
+    r"orders/(?P<order>[0-9]+)/events", views.OrderEventViewSet, basename="order-events"
+)
+
+urlpatterns = router.urls

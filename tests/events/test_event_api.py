@@ -1,9 +1,11 @@
+import json
 import re
 from datetime import datetime
 
 import pytest
 
 from events.models import Event
+from events.serializers import event_resource
 from orders.services import order_complete, order_place
 from tests.events.conftest import client_for, poll_all, record_committed
 from tests.factories import make_api_key
@@ -45,6 +47,16 @@ def test_each_event_type_has_the_v2_event_shape(auth_client, store):
     assert body["meta"]["has_more"] is False
     assert body["meta"]["retention_days"] == 30
     assert isinstance(body["meta"]["next_cursor"], str) and body["meta"]["next_cursor"]
+
+
+def test_journal_items_are_the_resource_webhooks_deliver(auth_client, store):
+    # one rendering of the Event resource: the journal item is the webhook delivery body
+    order = order_place(store=store, subtotal_cents=2599)
+    order_complete(order=order)
+    record_committed(store, type="coupon.deleted", subject=("coupon", "3"))
+    items = auth_client.get("/api/v2/events").json()["data"]
+    events = Event.objects.order_by("txid", "id")
+    assert items == [json.loads(json.dumps(event_resource(event))) for event in events]
 
 
 def test_pages_follow_the_cursor_oldest_first_with_has_more(auth_client, store):
@@ -242,3 +254,22 @@ def test_a_cursor_positioned_on_the_last_served_event_is_still_accepted(auth_cli
     response = auth_client.get("/api/v2/events", {"cursor": legacy})
     assert response.status_code == 200
     assert [e["id"] for e in response.json()["data"]] == [new.id]
+
+
+def test_an_empty_cursor_starts_at_the_oldest_event(auth_client, store):
+    first = record_committed(store)
+    response = auth_client.get("/api/v2/events", {"cursor": ""})
+    assert response.status_code == 200
+    assert [e["id"] for e in response.json()["data"]] == [first.id]
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete", "options"])
+@pytest.mark.parametrize("journal", ["/api/v2/events", "/api/v2/orders/{order}/events"])
+def test_other_methods_are_405_with_an_honest_allow(auth_client, store, method, journal):
+    order = order_place(store=store, subtotal_cents=100)
+    path = journal.format(order=order.pk)
+    response = getattr(auth_client, method)(path)
+    assert response.status_code == 405
+    assert response.json()["code"] == "method_not_allowed"
+    assert response["Allow"] == "GET, HEAD"
+    assert auth_client.head(path).status_code == 200

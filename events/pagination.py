@@ -1,0 +1,123 @@
+"""The journal's cursor pagination (DESIGN.md "Event journal"): `cursor` and `limit` in,
+`{data, meta: {next_cursor, has_more, retention_days}}` out.
+
+Keyset pages over `(txid, id)` (events/selectors.py `journal_page`), with a signed cursor bound
+to the store and the exact filter set the view applied (`view.journal_filters`).
+"""
+
+from urllib.parse import urlencode
+
+from django.conf import settings
+from rest_framework.pagination import BasePagination
+from rest_framework.response import Response
+
+from config.api.pagination import parse_int_param
+from events.cursors import CURSOR_MAX_LENGTH, cursor_decode, cursor_encode
+from events.selectors import journal_page
+
+
+class JournalPagination(BasePagination):
+    default_limit = 50
+    max_limit = 100
+
+    def paginate_queryset(self, queryset, request, view=None):
+        limit = parse_int_param(
+            request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
+        )
+        store, filters = request.store, view.journal_filters
+        raw_cursor = request.query_params.get("cursor")
+        # An empty `cursor=` starts at the oldest retained event, like an absent one.
+        cursor = (
+            cursor_decode(raw_cursor, store_id=store.pk, filters=filters) if raw_cursor else None
+        )
+        page = journal_page(
+            events=queryset,
+            store=store,
+            cursor=cursor,
+            limit=limit,
+            fallback_url=_restart_url(request),
+        )
+        self.next_cursor = cursor_encode(
+            store_id=store.pk, filters=filters, cursor=page.next_cursor
+        )
+        self.has_more = page.has_more
+        return page.events
+
+    def get_paginated_response(self, data):
+        return Response(
+            {
+                "data": data,
+                "meta": {
+                    "next_cursor": self.next_cursor,
+                    "has_more": self.has_more,
+                    "retention_days": settings.EVENTS_RETENTION_DAYS,
+                },
+            }
+        )
+
+    def get_paginated_response_schema(self, schema):
+        return {
+            "type": "object",
+            "required": ["data", "meta"],
+            "properties": {
+                "data": schema,
+                "meta": {
+                    "type": "object",
+                    "required": ["next_cursor", "has_more", "retention_days"],
+                    "properties": {
+                        "next_cursor": {
+                            "type": "string",
+                            "maxLength": CURSOR_MAX_LENGTH,
+                            "description": "Send as `cursor` to get the events after this "
+                            "page. Present on every page, empty ones included, and never "
+                            "equal to the request's `cursor`.",
+                        },
+                        "has_more": {
+                            "type": "boolean",
+                            "description": "Whether another page is ready now.",
+                        },
+                        "retention_days": {"type": "integer"},
+                    },
+                },
+            },
+        }
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            _optional_query_parameter(
+                "cursor",
+                {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
+                "`meta.next_cursor` of the previous page; omit to start at the oldest retained "
+                "event. Bound to the store and the exact filter set (400 if altered, 409 if "
+                "reused elsewhere, 410 if retention deleted events after it).",
+            ),
+            _optional_query_parameter(
+                "limit",
+                {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": self.max_limit,
+                    "default": self.default_limit,
+                },
+                f"Events per page, 1 to {self.max_limit} (default {self.default_limit}); "
+                "otherwise 422.",
+            ),
+        ]
+
+
+def _optional_query_parameter(name: str, schema: dict, description: str) -> dict:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+def _restart_url(request) -> str:
+    """The same list without the cursor: where a client whose cursor expired starts again."""
+    params = request.query_params.copy()
+    params.pop("cursor", None)
+    query = urlencode(sorted(params.lists()), doseq=True)
+    return f"{settings.BASE_URL}{request.path}" + (f"?{query}" if query else "")
