@@ -90,12 +90,15 @@ class EventTypeListField(serializers.ListField):
 
     def run_child_validation(self, data):
         try:
-            values = super().run_child_validation(data)
+            return super().run_child_validation(data)
         except serializers.ValidationError as error:
             # DRF keys child errors by index ({0: [...]}); the envelope wants messages.
             messages = [str(m) for ms in error.detail.values() for m in ms]
             raise serializers.ValidationError(messages) from None
-        return sorted(set(values))
+
+    def run_validation(self, data=serializers.empty):
+        # Merged after the length rules: they count what the client sent.
+        return sorted(set(super().run_validation(data)))
 
 
 class WebhookDestinationPutSerializer(ClosedObjectSerializer):
