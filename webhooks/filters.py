@@ -1,12 +1,48 @@
-"""Query filters of GET /api/v2/webhook-deliveries (django-filter); bad values -> 422."""
+"""Query filters of GET /api/v2/webhook-deliveries (django-filter), the one declaration of
+those parameters: DjangoFilterBackend applies them and drf-spectacular derives their schema.
+Bad values are a 422 naming the parameter."""
 
 import django_filters
+from django import forms
 from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 
 from events.registry import EVENT_TYPES
 from webhooks.models import WebhookDelivery
 
 EVENT_ID_PATTERN = r"^evt_[0-9A-HJKMNP-TV-Z]{26}$"
+
+
+class NonEmptyParametersForm(forms.Form):
+    """django-filter reads `?status=` as "no filter"; the schema says "" is not a value of
+    any of these parameters, so a parameter sent empty is refused instead."""
+
+    def clean(self):
+        for name in self.fields:
+            if self.data.get(name) == "":
+                self.add_error(name, "must not be empty")
+        return super().clean()
+
+
+# drf-spectacular reads a CharFilter as any string; the override states the pattern (and, as
+# it replaces the derived schema, the description).
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": EVENT_ID_PATTERN,
+        "description": "Only deliveries of this event (evt_ and 26 characters).",
+    }
+)
+class EventIdFilter(django_filters.CharFilter):
+    """An event id: `evt_` and a 26-character ULID."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            validators=[
+                RegexValidator(EVENT_ID_PATTERN, "must be an event id (evt_ and 26 characters)")
+            ],
+            **kwargs,
+        )
 
 
 class WebhookDeliveryFilter(django_filters.FilterSet):
@@ -17,14 +53,9 @@ class WebhookDeliveryFilter(django_filters.FilterSet):
         choices=[(name, name) for name in sorted(EVENT_TYPES)],
         help_text="Only deliveries of events of this type.",
     )
-    event_id = django_filters.CharFilter(
-        max_length=30,
-        validators=[
-            RegexValidator(EVENT_ID_PATTERN, "must be an event id (evt_ and 26 characters)")
-        ],
-        help_text="Only deliveries of this event (evt_...).",
-    )
+    event_id = EventIdFilter()
 
     class Meta:
         model = WebhookDelivery
         fields = ["status", "event_type", "event_id"]
+        form = NonEmptyParametersForm

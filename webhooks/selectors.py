@@ -3,7 +3,7 @@
 import uuid
 
 from config.api.errors import NotFound
-from events.registry import EVENT_TYPES
+from events.registry import EVENT_TYPES, EventType
 from webhooks.models import WebhookDelivery, WebhookDestination
 
 
@@ -14,11 +14,13 @@ def destination_get(*, store) -> WebhookDestination:
     return destination
 
 
-def event_types_list() -> list[dict]:
-    return [
-        {"type": t.type, "version": t.version, "description": t.description}
-        for t in EVENT_TYPES.values()
-    ]
+def destination_secret_get(*, store) -> str | None:
+    """The current signing secret of the store's destination; None without a destination."""
+    return WebhookDestination.objects.filter(store=store).values_list("secret", flat=True).first()
+
+
+def event_types_list() -> list[EventType]:
+    return list(EVENT_TYPES.values())
 
 
 def deliveries_of_store(*, store):

@@ -1,12 +1,123 @@
+"""The request and response contract of the webhooks area; the OpenAPI schema is derived from
+these classes (drf-spectacular), so each rule is written once, here."""
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
 from events.registry import EVENT_TYPES
-from webhooks.addresses import MAX_URL_LENGTH
+from webhooks.addresses import MAX_URL_LENGTH, URL_PATTERN, DestinationRefused, url_check
 from webhooks.models import WebhookDelivery, WebhookDestination
 
 # Duplicates are accepted (and merged); a longer list is refused.
 MAX_EVENT_TYPES = 50
+
+
+class ClosedObjectSerializer(serializers.Serializer):
+    """A request body that takes only the declared properties: any other one is a 422 naming
+    it (a typo such as `events` must not silently do nothing), and the schema says
+    `additionalProperties: false` (ClosedObjectSchema below)."""
+
+    default_error_messages = {"unknown_property": "is not a property of this request body"}
+
+    def to_internal_value(self, data):
+        # Checked before the fields, so a refused body costs no field validation (DNS lookups).
+        unknown = sorted(set(data) - set(self.fields)) if hasattr(data, "keys") else []
+        if unknown:
+            message = self.error_messages["unknown_property"]
+            raise serializers.ValidationError({name: [message] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class ClosedObjectSchema(OpenApiSerializerExtension):
+    target_class = ClosedObjectSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["additionalProperties"] = False
+        return schema
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true/false only (DRF's would take "yes", 1, "true"; the schema says boolean)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+@extend_schema_field({"type": "string", "maxLength": MAX_URL_LENGTH, "pattern": URL_PATTERN})
+class DestinationUrlField(StrictCharField):
+    """A destination URL as webhooks.addresses.url_check accepts it: its shape (the schema
+    states the same length and pattern) and the addresses its host resolves to (SSRF)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        url = super().to_internal_value(data)
+        try:
+            return url_check(url)
+        except DestinationRefused as error:
+            raise serializers.ValidationError(str(error)) from None
+
+
+class EventTypeListField(serializers.ListField):
+    """Registered event types (events.registry), at least one, at most MAX_EVENT_TYPES;
+    duplicates are merged and the list is stored sorted."""
+
+    child = serializers.ChoiceField(
+        choices=sorted(EVENT_TYPES),
+        error_messages={
+            "invalid_choice": "unknown event type {input!r}; see /api/v2/webhook-event-types"
+        },
+    )
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            min_length=1,
+            max_length=MAX_EVENT_TYPES,
+            error_messages={
+                "min_length": "must name at least one event type",
+                "max_length": f"must name at most {MAX_EVENT_TYPES} event types",
+            },
+            **kwargs,
+        )
+
+    def run_child_validation(self, data):
+        try:
+            return super().run_child_validation(data)
+        except serializers.ValidationError as error:
+            # DRF keys child errors by index ({0: [...]}); the envelope wants messages.
+            messages = [str(m) for ms in error.detail.values() for m in ms]
+            raise serializers.ValidationError(messages) from None
+
+    def run_validation(self, data=serializers.empty):
+        # Merged after the length rules: they count what the client sent.
+        return sorted(set(super().run_validation(data)))
+
+
+class WebhookDestinationPutSerializer(ClosedObjectSerializer):
+    """Body of PUT /api/v2/webhook-destination."""
+
+    url = DestinationUrlField(
+        help_text="https URL receiving the deliveries. Private, loopback, link-local and cloud "
+        "metadata addresses (also as what a name resolves to) are refused with 422 unless the "
+        "deployment allows private destinations (development)."
+    )
+    event_types = EventTypeListField(
+        help_text="Event types to deliver; see GET /api/v2/webhook-event-types."
+    )
+    enabled = StrictBooleanField(required=False, default=True)
+
+
+class WebhookDeliveryReplaySerializer(ClosedObjectSerializer):
+    """Body of the replay: an empty object. The destination, payload and query cannot be
+    overridden (spec "Events and deliveries", replay rule 4)."""
 
 
 class WebhookDestinationSerializer(serializers.ModelSerializer):
@@ -28,37 +139,18 @@ class WebhookDestinationWithSecretSerializer(WebhookDestinationSerializer):
         fields = [*WebhookDestinationSerializer.Meta.fields, "secret"]
 
 
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true/false only (DRF's would take "yes", 1, "true"; the schema says boolean)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
-
-
-class WebhookDestinationInputSerializer(serializers.Serializer):
-    """PUT body; its OpenAPI schema is views.DESTINATION_PUT_SCHEMA (same rules)."""
-
-    url = StrictCharField(max_length=MAX_URL_LENGTH, trim_whitespace=False)
-    event_types = serializers.ListField(
-        child=StrictCharField(max_length=120), allow_empty=False, max_length=MAX_EVENT_TYPES
-    )
-    enabled = StrictBooleanField(required=False, default=True)
-
-    def validate(self, attrs):
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["is not a property of a webhook destination"] for name in sorted(unknown)}
-            )
-        return attrs
-
-
+# Renders an events.registry.EventType.
 class WebhookEventTypeSerializer(serializers.Serializer):
     type = serializers.CharField()
     version = serializers.IntegerField()
     description = serializers.CharField()
+
+
+# `{data: [...]}`, not a page: many=False tells drf-spectacular this list action's response is
+# one object.
+@extend_schema_serializer(many=False)
+class WebhookEventTypeListSerializer(serializers.Serializer):
+    data = WebhookEventTypeSerializer(many=True)
 
 
 class WebhookDeliverySerializer(serializers.ModelSerializer):

@@ -1,26 +1,11 @@
-from django.urls import path
-
+from config.api.routers import ApiRouter
 from webhooks import views
 
-urlpatterns = [
-    path("webhook-destination", views.WebhookDestinationView.as_view(), name="webhook-destination"),
-    path(
-        "webhook-destination/rotate-secret",
-        views.WebhookDestinationSecretRotateView.as_view(),
-        name="webhook-destination-rotate-secret",
-    ),
-    path(
-        "webhook-event-types", views.WebhookEventTypeListView.as_view(), name="webhook-event-types"
-    ),
-    path("webhook-deliveries", views.WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
-    path(
-        "webhook-deliveries/<str:delivery>",
-        views.WebhookDeliveryDetailView.as_view(),
-        name="webhook-delivery",
-    ),
-    path(
-        "webhook-deliveries/<str:delivery>/replay",
-        views.WebhookDeliveryReplayView.as_view(),
-        name="webhook-delivery-replay",
-    ),
-]
+router = ApiRouter()
+router.register(
+    "webhook-destination", views.WebhookDestinationViewSet, basename="webhook-destination"
+)
+router.register("webhook-event-types", views.WebhookEventTypeViewSet, basename="webhook-event-type")
+router.register("webhook-deliveries", views.WebhookDeliveryViewSet, basename="webhook-delivery")
+
+urlpatterns = router.urls

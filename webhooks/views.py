@@ -1,102 +1,136 @@
-"""Webhook endpoints (v2): the destination, event types, delivery history and replay."""
+"""Webhook endpoints (v2): the destination, event types, delivery history and replay.
+
+ViewSets registered in webhooks/urls.py; request bodies are validated by webhooks.serializers,
+query parameters by webhooks.filters, and the OpenAPI schema is derived from both.
+"""
+
+import functools
+import hashlib
+import hmac
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
-from rest_framework import status
-from rest_framework.generics import ListAPIView
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from config.api.errors import ValidationFailed
-from config.api.idempotency import idempotency_key_from, idempotent_response
+from config.api.errors import Conflict
+from config.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import (
-    STORE_HEADER_PARAMETER,
-    RequiredBodySchema,
-    data_envelope,
-    error_responses,
-    idempotency_key_parameter,
-)
-from events.registry import EVENT_TYPES
+from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_responses
 from stores.access import StorePermission
-from webhooks.addresses import URL_PATTERN
-from webhooks.filters import EVENT_ID_PATTERN, WebhookDeliveryFilter
+from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
     deliveries_of_store,
     delivery_get,
     destination_get,
+    destination_secret_get,
     event_types_list,
 )
 from webhooks.serializers import (
-    MAX_EVENT_TYPES,
+    WebhookDeliveryReplaySerializer,
     WebhookDeliverySerializer,
-    WebhookDestinationInputSerializer,
+    WebhookDestinationPutSerializer,
     WebhookDestinationSerializer,
     WebhookDestinationWithSecretSerializer,
-    WebhookEventTypeSerializer,
+    WebhookEventTypeListSerializer,
 )
-from webhooks.services import delivery_replay, destination_delete, destination_put
-from webhooks.services import destination_secret_rotate as secret_rotate
-
-# Request and parameter schemas that state every rule a schema can state (the contract run
-# checks that schema-valid requests are accepted).
-DESTINATION_PUT_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["url", "event_types"],
-    "properties": {
-        "url": {
-            "type": "string",
-            "maxLength": 2048,
-            "pattern": URL_PATTERN,
-            "description": "https URL receiving the deliveries. Private, loopback, link-local "
-            "and cloud metadata addresses (also as what a name resolves to) are refused with "
-            "422 unless the deployment allows private destinations (development).",
-        },
-        "event_types": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_EVENT_TYPES,
-            "items": {"type": "string", "enum": sorted(EVENT_TYPES)},
-            "description": "Event types to deliver; see GET /api/v2/webhook-event-types.",
-        },
-        "enabled": {"type": "boolean", "default": True},
-    },
-}
-EMPTY_OBJECT_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {}}
-EVENT_ID_PARAMETER = OpenApiParameter(
-    "event_id",
-    {"type": "string", "pattern": EVENT_ID_PATTERN},
-    OpenApiParameter.QUERY,
-    description="Only deliveries of this event (evt_ and 26 characters).",
+from webhooks.services import (
+    delivery_replay,
+    destination_delete,
+    destination_put,
+    destination_secret_rotate,
 )
 
-DELIVERY_PARAMETER = OpenApiParameter(
+# The derived schema of `delivery` would be lookup_value_regex (any string); ids are UUIDs.
+DELIVERY_PATH_PARAMETER = OpenApiParameter(
     "delivery",
     OpenApiTypes.UUID,
     OpenApiParameter.PATH,
     description="Delivery id (UUID); anything else, or another store's delivery, is a 404.",
 )
 
+# Where the stored response of an idempotent destination write keeps the secret's digest.
+SECRET_DIGEST = "secret_sha256"
 
-class WebhookAreaView(APIView):
+
+def _secret_digest(secret: str) -> str:
+    # The secret is 32 random bytes: a plain hash of it cannot be reversed by guessing.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _response_resource(response) -> dict | None:
+    data = response.data.get("data") if isinstance(response.data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def idempotent_secret_shown_once(**idempotent_options):
+    """`idempotent(...)` for an action whose response shows the signing secret.
+
+    The signing secret is shown once and must not be copied into the idempotency table (a
+    second place to leak it from, kept 24 hours, after the secret was rotated or the
+    destination deleted). The stored response holds its SHA-256 instead. A replay shows the
+    destination's secret again only while it is still that secret; once rotated or deleted it
+    cannot be shown again, and the replay is a 409 (docs/decisions/webhooks.md).
+    """
+
+    def decorator(view_action):
+        @functools.wraps(view_action)
+        def secret_withheld(self, request, *args, **kwargs):
+            response = view_action(self, request, *args, **kwargs)
+            resource = _response_resource(response)
+            if resource is not None and "secret" in resource:
+                response.shown_secret = resource.pop("secret")
+                resource[SECRET_DIGEST] = _secret_digest(response.shown_secret)
+            return response
+
+        stored = idempotent(**idempotent_options)(secret_withheld)
+
+        @functools.wraps(stored)
+        def secret_shown(self, request, *args, **kwargs):
+            response = stored(self, request, *args, **kwargs)
+            resource = _response_resource(response)
+            if resource is None or SECRET_DIGEST not in resource:
+                return response
+            digest = resource.pop(SECRET_DIGEST)
+            # The first execution has it in memory; a replay has only the stored digest.
+            secret = getattr(response, "shown_secret", None)
+            if secret is None:
+                secret = destination_secret_get(store=request.store)
+                if secret is None or not hmac.compare_digest(_secret_digest(secret), digest):
+                    raise Conflict(
+                        "The signing secret this request returned has been rotated or deleted "
+                        "since, and is never shown again; use a new Idempotency-Key.",
+                        param=IDEMPOTENCY_HEADER,
+                    )
+            resource["secret"] = secret
+            return response
+
+        return secret_shown
+
+    return decorator
+
+
+class WebhookAreaMixin:
     permission_classes = [StorePermission]
     permission_area = "webhook"
 
 
-class WebhookDestinationView(WebhookAreaView):
-    schema = RequiredBodySchema()
+@extend_schema(parameters=[STORE_HEADER_PARAMETER])
+class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
+    # The store's one destination, served at the prefix itself (config/api/routers.py).
+    singleton = True
 
     @extend_schema(
         operation_id="webhook_destination_retrieve",
-        parameters=[STORE_HEADER_PARAMETER],
         responses={
             200: data_envelope("WebhookDestinationResponse", WebhookDestinationSerializer),
             **error_responses(403, 404),
         },
     )
-    def get(self, request):
+    def retrieve(self, request):
         destination = destination_get(store=request.store)
         return Response({"data": WebhookDestinationSerializer(destination).data})
 
@@ -104,18 +138,20 @@ class WebhookDestinationView(WebhookAreaView):
         operation_id="webhook_destination_put",
         description="Creates (201, with the signing `secret`, shown only now) or replaces "
         "(200, without the secret) the store's one webhook destination.",
-        parameters=[STORE_HEADER_PARAMETER],
-        request={"application/json": DESTINATION_PUT_SCHEMA},
+        request=WebhookDestinationPutSerializer,
         responses={
             200: data_envelope("WebhookDestinationUpdatedResponse", WebhookDestinationSerializer),
             201: data_envelope(
                 "WebhookDestinationCreatedResponse", WebhookDestinationWithSecretSerializer
             ),
-            **error_responses(403, 415, 422),
+            **error_responses(403, 409, 415, 422),
         },
     )
-    def put(self, request):
-        payload = WebhookDestinationInputSerializer(data=request.data)
+    @idempotent_secret_shown_once(
+        operation="webhooks.destination_put", replayed_statuses=[200, 201, 422]
+    )
+    def update(self, request):
+        payload = WebhookDestinationPutSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         destination, created = destination_put(store=request.store, **payload.validated_data)
         if created:
@@ -125,60 +161,59 @@ class WebhookDestinationView(WebhookAreaView):
 
     @extend_schema(
         operation_id="webhook_destination_delete",
-        parameters=[STORE_HEADER_PARAMETER],
-        responses={204: None, **error_responses(403, 404)},
+        responses={204: None, **error_responses(403, 404, 409, 422)},
     )
-    def delete(self, request):
+    @idempotent(operation="webhooks.destination_delete", replayed_statuses=[204, 404])
+    def destroy(self, request):
         destination_delete(store=request.store)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-
-class WebhookDestinationSecretRotateView(WebhookAreaView):
     @extend_schema(
         operation_id="webhook_destination_rotate_secret",
         description="Replaces the signing secret and returns it (the only time it is shown). "
         "The previous secret also signs deliveries for 24 hours.",
-        parameters=[STORE_HEADER_PARAMETER],
         request=None,
         responses={
             200: data_envelope(
                 "WebhookDestinationRotatedResponse", WebhookDestinationWithSecretSerializer
             ),
-            **error_responses(403, 404, 415),
+            **error_responses(403, 404, 409, 415, 422),
         },
     )
-    def post(self, request):
-        destination = secret_rotate(store=request.store)
+    # Above @action, not under it: @action replaces the function's `kwargs`, where
+    # drf-spectacular keeps the Idempotency-Key and Idempotent-Replayed declarations.
+    @idempotent_secret_shown_once(
+        operation="webhooks.destination_rotate_secret", replayed_statuses=[200, 404]
+    )
+    @action(detail=False, methods=["post"], url_path="rotate-secret")
+    def rotate_secret(self, request):
+        destination = destination_secret_rotate(store=request.store)
         return Response({"data": WebhookDestinationWithSecretSerializer(destination).data})
 
 
-class WebhookEventTypeListView(WebhookAreaView):
+@extend_schema(parameters=[STORE_HEADER_PARAMETER])
+class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
+    serializer_class = WebhookEventTypeListSerializer
+    pagination_class = None
+
     @extend_schema(
         operation_id="webhook_event_types_list",
-        parameters=[STORE_HEADER_PARAMETER],
-        responses={
-            200: data_envelope("WebhookEventTypeList", WebhookEventTypeSerializer, many=True),
-            **error_responses(403),
-        },
+        responses={200: WebhookEventTypeListSerializer, **error_responses(403)},
     )
-    def get(self, request):
-        return Response({"data": event_types_list()})
+    def list(self, request):
+        return Response(self.get_serializer({"data": event_types_list()}).data)
 
 
-class WebhookDeliveryListView(ListAPIView):
-    permission_classes = [StorePermission]
-    permission_area = "webhook"
+@extend_schema(parameters=[STORE_HEADER_PARAMETER])
+class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = WebhookDeliverySerializer
-    pagination_class = LaravelPagination
     filter_backends = [DjangoFilterBackend]
     filterset_class = WebhookDeliveryFilter
-
-    def filter_queryset(self, queryset):
-        # django-filter treats `?status=` as no filter; the schema says it is not a value.
-        for name in WebhookDeliveryFilter.Meta.fields:
-            if self.request.query_params.get(name, None) == "":
-                raise ValidationFailed.field(name, "must not be empty")
-        return super().filter_queryset(queryset)
+    pagination_class = LaravelPagination
+    lookup_url_kwarg = "delivery"
+    # Anything up to the next slash reaches the view (after authentication), where a malformed
+    # id is the selector's 404, as another store's id is; DELIVERY_PATH_PARAMETER says UUID.
+    lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request store
@@ -188,64 +223,43 @@ class WebhookDeliveryListView(ListAPIView):
     @extend_schema(
         operation_id="webhook_deliveries_list",
         description="The store's webhook deliveries, newest first.",
-        parameters=[STORE_HEADER_PARAMETER, EVENT_ID_PARAMETER],
         responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
     )
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
 
-
-class WebhookDeliveryDetailView(WebhookAreaView):
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",
-        parameters=[STORE_HEADER_PARAMETER, DELIVERY_PARAMETER],
+        parameters=[DELIVERY_PATH_PARAMETER],
         responses={
             200: data_envelope("WebhookDeliveryResponse", WebhookDeliverySerializer),
             **error_responses(403, 404),
         },
     )
-    def get(self, request, delivery: str):
-        delivery = delivery_get(store=request.store, delivery_id=delivery)
-        return Response({"data": WebhookDeliverySerializer(delivery).data})
+    def retrieve(self, request, delivery: str):
+        found = delivery_get(store=request.store, delivery_id=delivery)
+        return Response({"data": self.get_serializer(found).data})
 
-
-class WebhookDeliveryReplayView(WebhookAreaView):
     @extend_schema(
         operation_id="webhook_deliveries_replay",
         description="Sends the retained event again to the configured destination as a new "
         "`pending` delivery (new id, same event_id). It never repeats the business action; "
         "the destination, payload and query cannot be overridden (the body must be `{}`).",
-        parameters=[
-            STORE_HEADER_PARAMETER,
-            DELIVERY_PARAMETER,
-            idempotency_key_parameter(required=False, min_length=8),
-        ],
-        request={"application/json": EMPTY_OBJECT_SCHEMA},
+        parameters=[DELIVERY_PATH_PARAMETER],
+        request=WebhookDeliveryReplaySerializer,
         responses={
             201: data_envelope("WebhookDeliveryReplayResponse", WebhookDeliverySerializer),
             **error_responses(403, 404, 409, 415, 422),
         },
     )
-    def post(self, request, delivery: str):
-        key = idempotency_key_from(request, required=False, min_length=8)
-
-        def replay():
-            if request.data:
-                raise ValidationFailed(
-                    {
-                        name: ["is not allowed: the body must be an empty object"]
-                        for name in sorted(request.data)
-                    }
-                )
-            replayed = delivery_replay(store=request.store, delivery_id=delivery)
-            return Response(
-                {"data": WebhookDeliverySerializer(replayed).data}, status=status.HTTP_201_CREATED
-            )
-
-        return idempotent_response(
-            request,
-            operation="webhooks.delivery_replay",
-            key=key,
-            store_id=request.store.id,
-            run=replay,
+    # Above @action for the reason given at rotate_secret.
+    @idempotent(
+        operation="webhooks.delivery_replay", replayed_statuses=[201, 404, 422], min_length=8
+    )
+    @action(detail=True, methods=["post"])
+    def replay(self, request, delivery: str):
+        WebhookDeliveryReplaySerializer(data=request.data).is_valid(raise_exception=True)
+        replayed = delivery_replay(store=request.store, delivery_id=delivery)
+        return Response(
+            {"data": self.get_serializer(replayed).data}, status=status.HTTP_201_CREATED
         )

@@ -109,6 +109,7 @@ def test_list_filters(auth_client, store, receiver, destination):
         {"event_id": "not-an-event"},
         {"event_id": "evt_" + "A" * 200},
         {"status": ""},
+        {"event_type": ""},
         {"event_id": ""},
         {"limit": 101},
         {"page": 0},
@@ -119,6 +120,15 @@ def test_invalid_filters_are_422(auth_client, params):
 
     assert response.status_code == 422
     assert response.json()["param"] == next(iter(params))
+
+
+@pytest.mark.parametrize("name", ["status", "event_type", "event_id"])
+def test_a_filter_sent_empty_is_refused_not_ignored(auth_client, name):
+    # django-filter would read `?status=` as "no filter" and list everything
+    response = auth_client.get(f"{LIST_URL}?{name}=")
+
+    assert response.status_code == 422
+    assert response.json()["errors"] == {name: ["must not be empty"]}
 
 
 def test_other_stores_deliveries_are_invisible(auth_client, other_store, receiver):

@@ -12,6 +12,7 @@ from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.serializers import MAX_EVENT_TYPES
 
 URL = "/api/v2/webhook-destination"
 PUBLIC_BODY = {"url": "https://hooks.example.com/in", "event_types": ["order.completed"]}
@@ -115,6 +116,57 @@ def test_put_refuses_invalid_bodies(auth_client, strict, body, field):
     assert response.status_code == 422, response.json()
     assert response.json()["code"] == "validation_failed"
     assert field in response.json()["errors"]
+
+
+def test_put_names_an_unknown_event_type_in_plain_words(auth_client, strict):
+    body = {**PUBLIC_BODY, "event_types": ["order.completed", "order.shipped"]}
+
+    response = auth_client.put(URL, body)
+
+    assert response.status_code == 422
+    assert response.json()["errors"] == {
+        "event_types": ["unknown event type 'order.shipped'; see /api/v2/webhook-event-types"]
+    }
+
+
+def test_put_merges_duplicate_event_types_and_sorts_them(auth_client, store, strict):
+    body = {**PUBLIC_BODY, "event_types": ["order.completed", "coupon.created", "order.completed"]}
+
+    response = auth_client.put(URL, body)
+
+    assert response.status_code == 201
+    assert response.json()["data"]["event_types"] == ["coupon.created", "order.completed"]
+    assert WebhookDestination.objects.get(store=store).event_types == [
+        "coupon.created",
+        "order.completed",
+    ]
+
+
+@pytest.mark.parametrize("size", [1, MAX_EVENT_TYPES])
+def test_put_takes_1_to_max_event_types(auth_client, strict, size):
+    body = {**PUBLIC_BODY, "event_types": ["order.completed"] * size}
+
+    assert auth_client.put(URL, body).status_code == 201
+
+
+def test_put_refuses_more_than_max_event_types(auth_client, strict):
+    body = {**PUBLIC_BODY, "event_types": ["order.completed"] * (MAX_EVENT_TYPES + 1)}
+
+    response = auth_client.put(URL, body)
+
+    assert response.status_code == 422
+    assert response.json()["param"] == "event_types"
+
+
+def test_unknown_properties_are_refused_before_the_other_fields_are_checked(auth_client, strict):
+    # a private URL would be refused too, but the body is refused for its unknown property
+    body = {"url": "https://internal.example.com/in", "events": ["order.completed"]}
+
+    response = auth_client.put(URL, body)
+
+    assert response.status_code == 422
+    assert response.json()["errors"] == {"events": ["is not a property of this request body"]}
+    assert not WebhookDestination.objects.exists()
 
 
 @pytest.mark.parametrize(

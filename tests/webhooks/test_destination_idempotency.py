@@ -1,0 +1,204 @@
+"""Idempotency-Key on the destination writes (PUT, DELETE, rotate-secret), and the signing
+secret, which a stored response never holds."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from config.api.models import IdempotencyKey
+from tests.concurrency import run_at_once
+from webhooks.models import WebhookDestination
+
+URL = "/api/v2/webhook-destination"
+ROTATE_URL = f"{URL}/rotate-secret"
+BODY = {"url": "http://127.0.0.1:9000/in", "event_types": ["order.completed"]}
+REPLAYED = "Idempotent-Replayed"
+
+
+def key(value):
+    return {"HTTP_IDEMPOTENCY_KEY": value}
+
+
+def stored_bodies() -> str:
+    return str(list(IdempotencyKey.objects.values_list("response_body", flat=True)))
+
+
+def test_put_replayed_returns_the_stored_creation_without_a_second_write(auth_client, store):
+    # given a creation under a key, then a change made without one
+    first = auth_client.put(URL, BODY, **key("put-1"))
+    changed = auth_client.put(URL, {**BODY, "url": "http://127.0.0.1:9000/v2"})
+
+    # when the creation is retried with its key
+    again = auth_client.put(URL, BODY, **key("put-1"))
+
+    # then it answers the stored 201, secret included, and does not write again
+    assert (first.status_code, changed.status_code, again.status_code) == (201, 200, 201)
+    assert again.json() == first.json()
+    assert again[REPLAYED] == "true"
+    assert REPLAYED not in first
+    assert WebhookDestination.objects.get(store=store).url == "http://127.0.0.1:9000/v2"
+
+
+def test_put_key_reused_with_another_body_is_409(auth_client, store):
+    auth_client.put(URL, BODY, **key("put-2"))
+
+    response = auth_client.put(URL, {**BODY, "enabled": False}, **key("put-2"))
+
+    assert response.status_code == 409
+    assert response.json()["param"] == "Idempotency-Key"
+    assert WebhookDestination.objects.get(store=store).enabled is True
+
+
+def test_put_refusal_is_replayed_too(auth_client):
+    body = {**BODY, "event_types": ["order.shipped"]}
+    first = auth_client.put(URL, body, **key("put-3"))
+
+    again = auth_client.put(URL, body, **key("put-3"))
+
+    assert first.status_code == again.status_code == 422
+    assert again[REPLAYED] == "true"
+    assert again.json()["errors"] == first.json()["errors"]
+
+
+def test_rotate_replayed_does_not_rotate_again_and_shows_the_same_secret(auth_client, store):
+    created = auth_client.put(URL, BODY).json()["data"]["secret"]
+
+    first = auth_client.post(ROTATE_URL, **key("rotate-1"))
+    again = auth_client.post(ROTATE_URL, **key("rotate-1"))
+
+    assert first.status_code == again.status_code == 200
+    assert again.json() == first.json()
+    assert again[REPLAYED] == "true"
+    destination = WebhookDestination.objects.get(store=store)
+    assert destination.secret == first.json()["data"]["secret"] != created
+    assert destination.previous_secret == created
+
+
+def test_stored_responses_never_hold_the_signing_secret(auth_client, store):
+    # when a creation and a rotation run under keys
+    created = auth_client.put(URL, BODY, **key("secret-1")).json()["data"]["secret"]
+    rotated = auth_client.post(ROTATE_URL, **key("secret-2")).json()["data"]["secret"]
+
+    # then neither secret is in the idempotency table, in clear
+    assert IdempotencyKey.objects.count() == 2
+    assert created not in stored_bodies()
+    assert rotated not in stored_bodies()
+
+
+@pytest.mark.parametrize("change", ["rotated", "deleted", "recreated"])
+def test_a_secret_replaced_since_is_not_shown_again(auth_client, store, change):
+    # given a rotation under a key, then the secret it returned is replaced
+    auth_client.put(URL, BODY)
+    auth_client.post(ROTATE_URL, **key("rotate-2"))
+    if change == "rotated":
+        auth_client.post(ROTATE_URL)
+    else:
+        auth_client.delete(URL)
+    if change == "recreated":
+        auth_client.put(URL, BODY)
+
+    # when the rotation is retried with its key
+    again = auth_client.post(ROTATE_URL, **key("rotate-2"))
+
+    # then the old secret cannot be shown, and nothing rotates either
+    secret_now = WebhookDestination.objects.filter(store=store).values_list("secret").first()
+    assert again.status_code == 409
+    assert again.json()["param"] == "Idempotency-Key"
+    assert WebhookDestination.objects.filter(store=store).values_list("secret").first() == (
+        secret_now
+    )
+
+
+def test_creation_replayed_after_a_replacing_put_still_shows_the_secret(auth_client, store):
+    # a PUT that replaces keeps the secret, so the creation's response is still true
+    first = auth_client.put(URL, BODY, **key("put-4"))
+    auth_client.put(URL, {**BODY, "enabled": False})
+
+    again = auth_client.put(URL, BODY, **key("put-4"))
+
+    assert again.status_code == 201
+    assert again.json()["data"]["secret"] == first.json()["data"]["secret"]
+    assert WebhookDestination.objects.get(store=store).secret == first.json()["data"]["secret"]
+
+
+def test_delete_replayed_does_not_delete_a_destination_created_since(auth_client, store):
+    auth_client.put(URL, BODY)
+    first = auth_client.delete(URL, **key("delete-1"))
+    auth_client.put(URL, BODY)
+
+    again = auth_client.delete(URL, **key("delete-1"))
+
+    assert first.status_code == again.status_code == 204
+    assert again[REPLAYED] == "true"
+    assert REPLAYED not in first
+    assert WebhookDestination.objects.filter(store=store).exists()
+
+
+def test_delete_key_reused_with_another_request_is_409(auth_client, store):
+    auth_client.put(URL, BODY)
+    auth_client.delete(URL, **key("delete-2"))
+    auth_client.put(URL, BODY)
+
+    response = auth_client.delete(URL, {"force": True}, **key("delete-2"))
+
+    assert response.status_code == 409
+    assert WebhookDestination.objects.filter(store=store).exists()
+
+
+def test_keys_are_scoped_per_operation(auth_client, store):
+    # the same key on PUT, rotate and DELETE names three different intended operations
+    put = auth_client.put(URL, BODY, **key("shared-key"))
+    rotate = auth_client.post(ROTATE_URL, **key("shared-key"))
+    delete = auth_client.delete(URL, **key("shared-key"))
+
+    assert (put.status_code, rotate.status_code, delete.status_code) == (201, 200, 204)
+    assert not any(REPLAYED in response for response in (put, rotate, delete))
+
+
+@pytest.mark.parametrize("value", ["", "k" * 256, "caf\u00e9-key"])
+@pytest.mark.parametrize(("method", "path"), [("put", URL), ("delete", URL), ("post", ROTATE_URL)])
+def test_invalid_keys_are_422_and_change_nothing(auth_client, store, method, path, value):
+    auth_client.put(URL, BODY)
+    secret = WebhookDestination.objects.get(store=store).secret
+
+    response = getattr(auth_client, method)(
+        path, {**BODY, "enabled": False} if method == "put" else None, **key(value)
+    )
+
+    assert response.status_code == 422
+    assert response.json()["param"] == "Idempotency-Key"
+    destination = WebhookDestination.objects.get(store=store)
+    assert (destination.secret, destination.enabled) == (secret, True)
+
+
+@pytest.mark.parametrize("value", ["k", "k" * 255])
+def test_keys_of_1_and_255_characters_are_accepted(auth_client, value):
+    first = auth_client.put(URL, BODY, **key(value))
+    again = auth_client.put(URL, BODY, **key(value))
+
+    assert first.status_code == again.status_code == 201
+    assert again[REPLAYED] == "true"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_rotations_under_one_key_rotate_once(store, api_key):
+    # given a destination, and four clients retrying one rotation at the same moment
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    original = client.put(URL, BODY, format="json").json()["data"]["secret"]
+
+    def rotate():
+        retrying = APIClient()
+        retrying.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+        return retrying.post(ROTATE_URL, **key("rotate-race"))
+
+    # when
+    outcomes = run_at_once(rotate, 4)
+
+    # then the secret changed once; every 200 shows that one secret, the rest are in-flight 409s
+    assert not [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    destination = WebhookDestination.objects.get(store=store)
+    assert destination.previous_secret == original
+    answered = [response for response in outcomes if response.status_code == 200]
+    assert answered
+    assert {response.json()["data"]["secret"] for response in answered} == {destination.secret}
+    assert all(response.status_code in (200, 409) for response in outcomes)
