@@ -18,14 +18,27 @@ from config.api.fields import StrictCharField
 from stores.models import Store
 from stores.services import RESERVED_SLUGS
 
-# ASCII letters of either case: the slug is lower-cased after validation, which accepts what
-# lower-casing first and then requiring [a-z0-9-] accepts, and refuses the non-ASCII letters
-# that str.lower() folds into ASCII ones (the Kelvin sign). \A and \Z: `$` would also match
-# before a trailing newline; drf-spectacular writes them as ECMA's ^ and $.
-SLUG_PATTERN = r"\A[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]\Z"
-SLUG_LENGTH_MESSAGE = "must be 3 to 63 characters long"
-# Not blank (a non-space character) and no NUL (PostgreSQL text cannot hold it).
-NAME_PATTERN = r"\A[^\x00]*[^\s\x00][^\x00]*\Z"
+
+class FormatRulesField(StrictCharField):
+    """A JSON string checked against its class's format rules: length bounds and a pattern,
+    each declared once as a validator (so the schema states them too)."""
+
+    min_length: int
+    max_length: int
+    pattern: str
+    pattern_message: str
+    length_message: str | None = None  # None: DRF's own messages
+
+    def __init__(self, **kwargs):
+        messages = dict.fromkeys(["min_length", "max_length"], self.length_message)
+        super().__init__(
+            min_length=self.min_length,
+            max_length=self.max_length,
+            trim_whitespace=False,
+            validators=[RegexValidator(self.pattern, self.pattern_message)],
+            error_messages=messages if self.length_message else {},
+            **kwargs,
+        )
 
 
 def _case_insensitive(word: str) -> str:
@@ -44,35 +57,27 @@ def _case_insensitive(word: str) -> str:
         "lower-cased; unique; not a reserved name (api, www, admin, ...).",
     }
 )
-class StoreSlugField(StrictCharField):
-    def __init__(self, **kwargs):
-        super().__init__(
-            min_length=3,
-            max_length=63,
-            trim_whitespace=False,
-            validators=[
-                RegexValidator(
-                    SLUG_PATTERN,
-                    "may contain only a-z, 0-9 and '-', and may not start or end with '-'",
-                )
-            ],
-            error_messages={"min_length": SLUG_LENGTH_MESSAGE, "max_length": SLUG_LENGTH_MESSAGE},
-            **kwargs,
-        )
+class StoreSlugField(FormatRulesField):
+    min_length = 3
+    max_length = 63
+    length_message = "must be 3 to 63 characters long"
+    # ASCII letters of either case, lower-cased after validation: the same as lower-casing
+    # first and requiring [a-z0-9-], and it refuses the non-ASCII letters that str.lower()
+    # folds into ASCII ones (the Kelvin sign). \A and \Z: `$` would also match before a
+    # trailing newline; drf-spectacular writes them as ECMA's ^ and $.
+    pattern = r"\A[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]\Z"
+    pattern_message = "may contain only a-z, 0-9 and '-', and may not start or end with '-'"
 
     def run_validation(self, data=serializers.empty):
         return super().run_validation(data).lower()
 
 
-class StoreNameField(StrictCharField):
-    def __init__(self, **kwargs):
-        super().__init__(
-            min_length=1,
-            max_length=255,
-            trim_whitespace=False,
-            validators=[RegexValidator(NAME_PATTERN, "may not be blank or contain NUL characters")],
-            **kwargs,
-        )
+class StoreNameField(FormatRulesField):
+    min_length = 1
+    max_length = 255
+    # Not blank (a non-space character) and no NUL (PostgreSQL text cannot hold it).
+    pattern = r"\A[^\x00]*[^\s\x00][^\x00]*\Z"
+    pattern_message = "may not be blank or contain NUL characters"
 
 
 class StoreCreateSerializer(serializers.Serializer):
