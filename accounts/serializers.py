@@ -1,16 +1,35 @@
+"""The account representations. Each renders a mapping of the objects it reads from, so the
+field list is declared here only: `{"user", "credential"}` for /me, `{"credential",
+"store_context", "role_permissions"}` for /permissions."""
+
 from rest_framework import serializers
+
+from accounts.credentials import CREDENTIAL_API_KEY, CREDENTIAL_OAUTH
+
+CREDENTIAL_TYPES = [CREDENTIAL_API_KEY, CREDENTIAL_OAUTH]
+
+
+class SortedStringsField(serializers.ListField):
+    """Abilities and permissions are sets: sorted, answers are stable."""
+
+    child = serializers.CharField()
+
+    def to_representation(self, data):
+        return super().to_representation(sorted(data))
 
 
 class MeSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    username = serializers.CharField()
-    email = serializers.CharField()
-    credential_type = serializers.ChoiceField(choices=["api_key", "oauth"])
+    id = serializers.CharField(source="user.pk")
+    username = serializers.CharField(source="user.username")
+    email = serializers.CharField(source="user.email")
+    credential_type = serializers.ChoiceField(choices=CREDENTIAL_TYPES, source="credential.type")
 
 
 class PermissionsSerializer(serializers.Serializer):
-    credential_type = serializers.ChoiceField(choices=["api_key", "oauth"])
-    key_abilities = serializers.ListField(child=serializers.CharField())
-    store_access = serializers.ChoiceField(choices=["all", "selected"])
-    store_permissions = serializers.ListField(child=serializers.CharField())
-    effective_abilities = serializers.ListField(child=serializers.CharField())
+    credential_type = serializers.ChoiceField(choices=CREDENTIAL_TYPES, source="credential.type")
+    key_abilities = SortedStringsField(source="credential.abilities")
+    store_access = serializers.ChoiceField(
+        choices=["all", "selected"], source="credential.store_access"
+    )
+    store_permissions = SortedStringsField(source="role_permissions")
+    effective_abilities = SortedStringsField(source="store_context.effective_abilities")

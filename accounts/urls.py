@@ -1,8 +1,8 @@
-from django.urls import path
-
 from accounts import views
+from config.api.routers import ApiRouter
 
-urlpatterns = [
-    path("me", views.MeView.as_view(), name="me"),
-    path("permissions", views.PermissionsView.as_view(), name="permissions"),
-]
+router = ApiRouter()
+router.register("me", views.MeViewSet, basename="me")
+router.register("permissions", views.PermissionsViewSet, basename="permissions")
+
+urlpatterns = router.urls

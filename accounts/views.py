@@ -1,6 +1,6 @@
 from drf_spectacular.utils import extend_schema
+from rest_framework import viewsets
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.abilities import ACCOUNT_READ, ROLE_PERMISSIONS
 from accounts.serializers import MeSerializer, PermissionsSerializer
@@ -8,34 +8,31 @@ from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_respo
 from stores.access import HasAbility, StorePermission, resolve_store_context
 
 
-class MeView(APIView):
+class MeViewSet(viewsets.GenericViewSet):
+    """GET /api/v2/me: the user behind the credential."""
+
+    singleton = True
     permission_classes = [HasAbility]
     required_abilities = {"GET": ACCOUNT_READ}
+    serializer_class = MeSerializer
 
     @extend_schema(
         operation_id="me_retrieve",
         responses={200: data_envelope("MeResponse", MeSerializer), **error_responses(403)},
     )
-    def get(self, request):
-        user = request.user
-        return Response(
-            {
-                "data": MeSerializer(
-                    {
-                        "id": str(user.pk),
-                        "username": user.username,
-                        "email": user.email,
-                        "credential_type": request.auth.type,
-                    }
-                ).data
-            }
-        )
+    def retrieve(self, request):
+        me = {"user": request.user, "credential": request.auth}
+        return Response({"data": self.get_serializer(me).data})
 
 
-class PermissionsView(APIView):
+class PermissionsViewSet(viewsets.GenericViewSet):
+    """GET /api/v2/permissions: what the credential may do in the selected store."""
+
+    singleton = True
     permission_classes = [StorePermission]
     # Any valid credential with a resolvable store may ask what it may do (docs/decisions.md).
     permission_area = None
+    serializer_class = PermissionsSerializer
 
     @extend_schema(
         operation_id="permissions_retrieve",
@@ -45,19 +42,11 @@ class PermissionsView(APIView):
             **error_responses(403),
         },
     )
-    def get(self, request):
+    def retrieve(self, request):
         context = resolve_store_context(request)
-        credential = request.auth
-        return Response(
-            {
-                "data": PermissionsSerializer(
-                    {
-                        "credential_type": credential.type,
-                        "key_abilities": sorted(credential.abilities),
-                        "store_access": credential.store_access,
-                        "store_permissions": sorted(ROLE_PERMISSIONS[context.membership.role]),
-                        "effective_abilities": sorted(context.effective_abilities),
-                    }
-                ).data
-            }
-        )
+        permissions = {
+            "credential": request.auth,
+            "store_context": context,
+            "role_permissions": ROLE_PERMISSIONS[context.membership.role],
+        }
+        return Response({"data": self.get_serializer(permissions).data})

@@ -1,16 +1,15 @@
 """v2 `/oauth/installation`: the CLI connection of the user behind the OAuth token."""
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import status, viewsets
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.credentials import CREDENTIAL_OAUTH
 from config.api.errors import Forbidden, NotFound
 from config.api.schema import data_envelope, error_responses
 from oauth_cli.selectors import cli_application, installation_for
-from oauth_cli.serializers import InstallationSerializer, installation_resource
+from oauth_cli.serializers import InstallationSerializer
 from oauth_cli.services import installation_revoke
 
 
@@ -25,20 +24,23 @@ class OAuthOnly(BasePermission):
         return True
 
 
-def _current_installation(request):
-    application = cli_application()
-    installation = (
-        installation_for(user_id=request.user.pk, application_id=application.pk)
-        if application is not None
-        else None
-    )
-    if installation is None:
-        raise NotFound()
-    return installation
+class InstallationViewSet(viewsets.GenericViewSet):
+    """A singleton: the one installation of the user behind the token (no X-STORE)."""
 
-
-class InstallationView(APIView):
+    singleton = True
     permission_classes = [OAuthOnly]
+    serializer_class = InstallationSerializer
+
+    def get_object(self):
+        application = cli_application()
+        installation = (
+            installation_for(user_id=self.request.user.pk, application_id=application.pk)
+            if application is not None
+            else None
+        )
+        if installation is None:
+            raise NotFound()
+        return installation
 
     @extend_schema(
         operation_id="oauth_installation_retrieve",
@@ -49,9 +51,8 @@ class InstallationView(APIView):
         description="The CLI connection (grant model `account`, scope `admin`) of the user "
         "behind the OAuth access token. No X-STORE. API keys get 403.",
     )
-    def get(self, request):
-        installation = _current_installation(request)
-        return Response({"data": InstallationSerializer(installation_resource(installation)).data})
+    def retrieve(self, request):
+        return Response({"data": self.get_serializer(self.get_object()).data})
 
     @extend_schema(
         operation_id="oauth_installation_destroy",
@@ -62,7 +63,6 @@ class InstallationView(APIView):
         description="Disconnects the CLI: revokes its pending codes and every token family. "
         "The access token used for this request stops working at once.",
     )
-    def delete(self, request):
-        installation = _current_installation(request)
-        installation_revoke(installation_id=installation.pk)
+    def destroy(self, request):
+        installation_revoke(installation_id=self.get_object().pk)
         return Response(status=status.HTTP_204_NO_CONTENT)

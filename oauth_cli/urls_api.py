@@ -1,7 +1,7 @@
-from django.urls import path
-
+from config.api.routers import ApiRouter
 from oauth_cli import api_views
 
-urlpatterns = [
-    path("oauth/installation", api_views.InstallationView.as_view(), name="oauth-installation"),
-]
+router = ApiRouter()
+router.register("oauth/installation", api_views.InstallationViewSet, basename="oauth-installation")
+
+urlpatterns = router.urls

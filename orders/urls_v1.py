@@ -1,7 +1,7 @@
-from django.urls import path
-
+from config.api.routers import ApiRouter
 from orders import views
 
-urlpatterns = [
-    path("invoices", views.InvoiceListV1View.as_view(), name="v1-invoices"),
-]
+router = ApiRouter()
+router.register("invoices", views.InvoiceV1ViewSet, basename="v1-invoice")
+
+urlpatterns = router.urls

@@ -1,7 +1,7 @@
-from django.urls import path
-
+from config.api.routers import ApiRouter
 from orders import views
 
-urlpatterns = [
-    path("invoices", views.InvoiceListV2View.as_view(), name="v2-invoices"),
-]
+router = ApiRouter()
+router.register("invoices", views.InvoiceV2ViewSet, basename="v2-invoice")
+
+urlpatterns = router.urls

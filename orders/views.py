@@ -1,56 +1,50 @@
-from drf_spectacular.utils import extend_schema
-from rest_framework.views import APIView
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, viewsets
 
 from config.api.pagination import LaravelPagination
-from config.api.schema import (
-    PAGINATION_PARAMETERS,
-    STORE_HEADER_PARAMETER,
-    error_responses,
-    paginated_envelope,
-)
+from config.api.schema import STORE_HEADER_PARAMETER, error_responses
+from orders.models import Order
 from orders.selectors import orders_of_store
 from orders.serializers import InvoiceV1Serializer, InvoiceV2Serializer
 from stores.access import ApiKeyOnly, StorePermission
 
 
-def _invoice_page(request, serializer_class):
-    paginator = LaravelPagination()
-    page = paginator.paginate_queryset(orders_of_store(store=request.store), request)
-    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+class InvoiceViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """The store's orders as invoices, newest first, in the shared paginated envelope."""
 
-
-class InvoiceListV1View(APIView):
-    permission_classes = [ApiKeyOnly, StorePermission]
+    permission_classes = [StorePermission]
     permission_area = "invoice"
+    # The model for the schema; get_queryset narrows it to the resolved store.
+    queryset = Order.objects.none()
+    pagination_class = LaravelPagination
 
-    @extend_schema(
+    def get_queryset(self):
+        return orders_of_store(store=self.request.store)
+
+
+@extend_schema_view(
+    list=extend_schema(
         operation_id="v1_invoices_list",
         summary="List invoices (v1)",
         description="The store's orders, newest first, with integer ids. API keys only "
         "(OAuth tokens get 403).",
-        parameters=[STORE_HEADER_PARAMETER, *PAGINATION_PARAMETERS],
-        responses={
-            200: paginated_envelope("InvoiceV1ListResponse", InvoiceV1Serializer),
-            **error_responses(403, 422),
-        },
+        parameters=[STORE_HEADER_PARAMETER],
+        responses={200: InvoiceV1Serializer(many=True), **error_responses(403, 422)},
     )
-    def get(self, request):
-        return _invoice_page(request, InvoiceV1Serializer)
+)
+class InvoiceV1ViewSet(InvoiceViewSet):
+    permission_classes = [ApiKeyOnly, StorePermission]
+    serializer_class = InvoiceV1Serializer
 
 
-class InvoiceListV2View(APIView):
-    permission_classes = [StorePermission]
-    permission_area = "invoice"
-
-    @extend_schema(
+@extend_schema_view(
+    list=extend_schema(
         operation_id="v2_invoices_list",
         summary="List invoices",
         description="The store's orders, newest first, with string ids.",
-        parameters=[STORE_HEADER_PARAMETER, *PAGINATION_PARAMETERS],
-        responses={
-            200: paginated_envelope("InvoiceV2ListResponse", InvoiceV2Serializer),
-            **error_responses(403, 422),
-        },
+        parameters=[STORE_HEADER_PARAMETER],
+        responses={200: InvoiceV2Serializer(many=True), **error_responses(403, 422)},
     )
-    def get(self, request):
-        return _invoice_page(request, InvoiceV2Serializer)
+)
+class InvoiceV2ViewSet(InvoiceViewSet):
+    serializer_class = InvoiceV2Serializer

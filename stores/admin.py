@@ -1,15 +1,17 @@
 from django import forms
 from django.contrib import admin
+from rest_framework import serializers
 
 from config.api.errors import ValidationFailed
 from stores.models import Membership, Store
-from stores.services import store_slug_validate
+from stores.serializers import StoreSlugField
+from stores.services import store_slug_check_not_reserved
 
 
 class StoreAdminForm(forms.ModelForm):
-    """The admin applies the API's slug rules (DESIGN.md "Stores"): lower-cased, 3..63 of
-    [a-z0-9-], not reserved. A default ModelForm would accept "admin" or "My_Shop", which
-    X-STORE could never reach."""
+    """The admin applies the API's slug rules (DESIGN.md "Stores"): the format of the API's
+    slug field (lower-cased, 3..63 of [a-z0-9-]) and the service's reserved names. A default
+    ModelForm would accept "admin" or "My_Shop", which X-STORE could never reach."""
 
     class Meta:
         model = Store
@@ -20,9 +22,14 @@ class StoreAdminForm(forms.ModelForm):
         if self.instance.pk is not None and slug == self.instance.slug:
             return slug  # unchanged: editing other fields never fails on an older slug
         try:
-            return store_slug_validate(slug)
+            slug = StoreSlugField().run_validation(slug)
+        except serializers.ValidationError as error:
+            raise forms.ValidationError(error.detail) from None
+        try:
+            store_slug_check_not_reserved(slug)
         except ValidationFailed as error:
-            raise forms.ValidationError(error.errors.get("slug", [error.message])) from None
+            raise forms.ValidationError(error.errors["slug"]) from None
+        return slug
 
 
 class MembershipInline(admin.TabularInline):

@@ -1,6 +1,15 @@
+"""The store contract: the request fields with their format rules, and the representations.
+
+The format rules of `slug` and `name` are declared once, as the validators of their field
+classes; drf-spectacular derives minLength, maxLength and pattern from those validators, and
+the Django admin's store form runs the same slug field. Rules that need the database or a lock
+(uniqueness, reserved names, one new store per minute) are stores.services'.
+"""
+
 import re
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -8,6 +17,74 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField
 from stores.models import Store
 from stores.services import RESERVED_SLUGS
+
+
+class FormatRulesField(StrictCharField):
+    """A JSON string checked against its class's format rules: length bounds and a pattern,
+    each declared once as a validator (so the schema states them too)."""
+
+    min_length: int
+    max_length: int
+    pattern: str
+    pattern_message: str
+    length_message: str | None = None  # None: DRF's own messages
+
+    def __init__(self, **kwargs):
+        messages = dict.fromkeys(["min_length", "max_length"], self.length_message)
+        super().__init__(
+            min_length=self.min_length,
+            max_length=self.max_length,
+            trim_whitespace=False,
+            validators=[RegexValidator(self.pattern, self.pattern_message)],
+            error_messages=messages if self.length_message else {},
+            **kwargs,
+        )
+
+
+def _case_insensitive(word: str) -> str:
+    return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+# Only what the validators cannot say: the reserved names (a rule of stores.services), so that
+# schema-valid requests are accepted. Lengths and pattern are added from the validators.
+@extend_schema_field(
+    {
+        "type": "string",
+        "not": {
+            "pattern": "^(" + "|".join(_case_insensitive(w) for w in sorted(RESERVED_SLUGS)) + ")$"
+        },
+        "description": "3 to 63 of a-z, 0-9 and '-', not starting or ending with '-'; "
+        "lower-cased; unique; not a reserved name (api, www, admin, ...).",
+    }
+)
+class StoreSlugField(FormatRulesField):
+    min_length = 3
+    max_length = 63
+    length_message = "must be 3 to 63 characters long"
+    # ASCII letters of either case, lower-cased after validation: the same as lower-casing
+    # first and requiring [a-z0-9-], and it refuses the non-ASCII letters that str.lower()
+    # folds into ASCII ones (the Kelvin sign). \A and \Z: `$` would also match before a
+    # trailing newline; drf-spectacular writes them as ECMA's ^ and $.
+    pattern = r"\A[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]\Z"
+    pattern_message = "may contain only a-z, 0-9 and '-', and may not start or end with '-'"
+
+    def run_validation(self, data=serializers.empty):
+        return super().run_validation(data).lower()
+
+
+class StoreNameField(FormatRulesField):
+    min_length = 1
+    max_length = 255
+    # Not blank (a non-space character) and no NUL (PostgreSQL text cannot hold it).
+    pattern = r"\A[^\x00]*[^\s\x00][^\x00]*\Z"
+    pattern_message = "may not be blank or contain NUL characters"
+
+
+class StoreCreateSerializer(serializers.Serializer):
+    """The body of POST /api/v2/stores."""
+
+    name = StoreNameField()
+    slug = StoreSlugField()
 
 
 class StoreSerializer(serializers.ModelSerializer):
@@ -32,44 +109,3 @@ class StoreCreatedSerializer(StoreSerializer):
 
     def get_dashboard_url(self, store) -> str:
         return settings.BASE_URL + reverse("admin:stores_store_change", args=[store.pk])
-
-
-def _case_insensitive(word: str) -> str:
-    return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
-
-
-# The schema states exactly what stores.services accepts, so generated valid requests pass.
-SLUG_SCHEMA = {
-    "type": "string",
-    "minLength": 3,
-    "maxLength": 63,
-    "pattern": "^[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]$",
-    "not": {
-        "pattern": "^(" + "|".join(_case_insensitive(w) for w in sorted(RESERVED_SLUGS)) + ")$"
-    },
-    "description": "3 to 63 of a-z, 0-9 and '-', not starting or ending with '-'; "
-    "lower-cased; unique; not a reserved name (api, www, admin, ...).",
-}
-NAME_SCHEMA = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 255,
-    # Not blank, no NUL characters (PostgreSQL text cannot hold them).
-    "pattern": "^[^\\x00]*[^\\s\\x00][^\\x00]*$",
-}
-
-
-@extend_schema_field(SLUG_SCHEMA)
-class SlugInputField(StrictCharField):
-    pass
-
-
-@extend_schema_field(NAME_SCHEMA)
-class NameInputField(StrictCharField):
-    pass
-
-
-# Types only: stores.services.store_create checks the rules (one place for them).
-class StoreCreateInputSerializer(serializers.Serializer):
-    name = NameInputField(trim_whitespace=False, min_length=1, max_length=255)
-    slug = SlugInputField(trim_whitespace=False, min_length=3, max_length=63)

@@ -1,4 +1,3 @@
-import re
 from datetime import timedelta
 
 from django.conf import settings
@@ -10,7 +9,6 @@ from accounts.models import User
 from config.api.errors import RateLimited, ValidationFailed
 from stores.models import Membership, Store
 
-SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{1,61})[a-z0-9]$")
 RESERVED_SLUGS = frozenset(
     {
         "api",
@@ -51,31 +49,19 @@ RESERVED_SLUGS = frozenset(
 )
 
 
-def store_slug_validate(slug: str) -> str:
-    raw = slug or ""
-    slug = raw.lower()
-    if not 3 <= len(raw) <= 63:
-        raise ValidationFailed.field("slug", "must be 3 to 63 characters long")
-    # isascii: str.lower() folds some non-ASCII letters (the Kelvin sign) into ASCII ones.
-    if not raw.isascii() or not SLUG_PATTERN.match(slug):
-        raise ValidationFailed.field(
-            "slug", "may contain only a-z, 0-9 and '-', and may not start or end with '-'"
-        )
+def store_slug_check_not_reserved(slug: str) -> None:
+    """The slug's format is the serializer's (stores.serializers.StoreSlugField)."""
     if slug in RESERVED_SLUGS:
         raise ValidationFailed.field("slug", "is reserved")
-    return slug
 
 
 def store_create(*, user: User, name: str, slug: str) -> Store:
-    """Creates a store owned by `user`; at most one new store per user per interval."""
-    slug = store_slug_validate(slug)
-    name = name or ""
-    if not 1 <= len(name) <= 255:
-        raise ValidationFailed.field("name", "must be 1 to 255 characters long")
-    if not name.strip():
-        raise ValidationFailed.field("name", "may not be blank")
-    if "\x00" in name:
-        raise ValidationFailed.field("name", "may not contain NUL characters")
+    """Creates a store owned by `user`; at most one new store per user per interval.
+
+    `name` and `slug` arrive in the format StoreCreateSerializer checks (slug lower-cased);
+    this keeps the rules that need the database or the user's lock.
+    """
+    store_slug_check_not_reserved(slug)
     interval = timedelta(seconds=settings.STORE_CREATION_INTERVAL_SECONDS)
     with transaction.atomic(durable=True):
         # Serialises one user's creations, whatever credential they come through.

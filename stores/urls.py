@@ -1,8 +1,7 @@
-from django.urls import path
-
+from config.api.routers import ApiRouter
 from stores import views
 
-urlpatterns = [
-    path("stores", views.StoreListCreateView.as_view(), name="stores"),
-    path("stores/<int:store>", views.StoreDetailView.as_view(), name="store-detail"),
-]
+router = ApiRouter()
+router.register("stores", views.StoreViewSet, basename="store")
+
+urlpatterns = router.urls

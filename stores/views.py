@@ -1,94 +1,75 @@
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from rest_framework import status, viewsets
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.abilities import ACCOUNT_READ, STORES_CREATE
-from config.api.errors import NotFound
-from config.api.idempotency import idempotency_key_from, idempotent_response
-from config.api.pagination import LaravelPagination
-from config.api.schema import (
-    PAGINATION_PARAMETERS,
-    data_envelope,
-    error_responses,
-    idempotency_key_parameter,
-    paginated_envelope,
-)
+from config.api.idempotency import idempotent
+from config.api.schema import data_envelope, error_responses
 from stores.access import HasAbility
+from stores.models import Store
 from stores.selectors import stores_accessible
-from stores.serializers import StoreCreatedSerializer, StoreCreateInputSerializer, StoreSerializer
+from stores.serializers import StoreCreatedSerializer, StoreCreateSerializer, StoreSerializer
 from stores.services import store_create
 
-IDEMPOTENT_REPLAYED_HEADER = OpenApiParameter(
-    "Idempotent-Replayed",
-    str,
-    OpenApiParameter.HEADER,
-    enum=["true"],
-    # Stored outcomes are the 201 and a 422 of the body; the other errors happen before the
-    # key is claimed (or, 429 and 5xx, are not stored).
-    response=[201, 422],
-    required=False,
-    description="`true` when this is the stored response of an earlier request with the same "
-    "Idempotency-Key; absent on the first execution.",
-)
 
+class StoreViewSet(viewsets.GenericViewSet):
+    """Stores of the credential's user (narrowed to the key's selected stores, if any)."""
 
-class StoreListCreateView(APIView):
     permission_classes = [HasAbility]
     required_abilities = {"GET": ACCOUNT_READ, "POST": STORES_CREATE}
+    # The model for the schema's path parameter; get_queryset narrows it to the caller's stores.
+    queryset = Store.objects.none()
+    serializer_class = StoreSerializer
+    lookup_url_kwarg = "store"
+    lookup_value_regex = "[0-9]+"
+    # The list is every accessible store, unpaginated and unfiltered (DESIGN.md "Pagination"):
+    # `limit`, `page` or any other query parameter is ignored, as unknown parameters are.
+    pagination_class = None
+    filter_backends = []
+
+    def get_queryset(self):
+        return stores_accessible(credential=self.request.auth)
+
+    def get_serializer_class(self):
+        return StoreCreateSerializer if self.action == "create" else StoreSerializer
 
     @extend_schema(
         operation_id="stores_list",
-        parameters=PAGINATION_PARAMETERS,
         responses={
-            200: paginated_envelope("StoreListResponse", StoreSerializer),
-            **error_responses(403, 422),
+            200: data_envelope("StoreListResponse", StoreSerializer, many=True),
+            **error_responses(403),
         },
     )
-    def get(self, request):
-        paginator = LaravelPagination()
-        page = paginator.paginate_queryset(stores_accessible(credential=request.auth), request)
-        return paginator.get_paginated_response(StoreSerializer(page, many=True).data)
+    def list(self, request):
+        return Response({"data": StoreSerializer(self.get_queryset(), many=True).data})
 
     @extend_schema(
         operation_id="stores_create",
-        request=StoreCreateInputSerializer,
-        parameters=[
-            idempotency_key_parameter(required=True, min_length=1),
-            IDEMPOTENT_REPLAYED_HEADER,
-        ],
         responses={
             201: data_envelope("StoreCreatedResponse", StoreCreatedSerializer),
             **error_responses(403, 409, 415, 422),
         },
     )
-    def post(self, request):
-        key = idempotency_key_from(request, required=True, min_length=1)
-
-        def create():
-            payload = StoreCreateInputSerializer(data=request.data)
-            payload.is_valid(raise_exception=True)
-            store = store_create(user=request.user, **payload.validated_data)
-            return Response(
-                {"data": StoreCreatedSerializer(store).data}, status=status.HTTP_201_CREATED
-            )
-
-        return idempotent_response(request, operation="stores.create", key=key, run=create)
-
-
-class StoreDetailView(APIView):
-    permission_classes = [HasAbility]
-    required_abilities = {"GET": ACCOUNT_READ}
+    @idempotent(
+        operation="stores.create", replayed_statuses=[201, 422], required=True, min_length=1
+    )
+    def create(self, request):
+        payload = self.get_serializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        store = store_create(user=request.user, **payload.validated_data)
+        return Response(
+            {"data": StoreCreatedSerializer(store).data}, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(
         operation_id="stores_retrieve",
+        # The path converter's type: drf-spectacular types a regex lookup as a string.
+        parameters=[OpenApiParameter("store", OpenApiTypes.INT, OpenApiParameter.PATH)],
         responses={
             200: data_envelope("StoreResponse", StoreSerializer),
             **error_responses(403, 404),
         },
     )
-    def get(self, request, store: int):
-        store = stores_accessible(credential=request.auth).filter(pk=store).first()
-        if store is None:
-            raise NotFound()
-        return Response({"data": StoreSerializer(store).data})
+    def retrieve(self, request, store: str):
+        return Response({"data": StoreSerializer(self.get_object()).data})

@@ -1,5 +1,6 @@
 """OpenAPI pieces shared by every view: the error envelope and the common error responses."""
 
+from drf_spectacular.drainage import set_override
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
 from rest_framework import serializers
@@ -84,68 +85,11 @@ STORE_HEADER_PARAMETER = OpenApiParameter(
 
 def data_envelope(name: str, serializer, many: bool = False):
     """`{data: <object>}` (or a list) as v2 wraps single resources."""
-    return inline_serializer(name=name, fields={"data": serializer(many=many)})
-
-
-PAGINATION_PARAMETERS = [
-    OpenApiParameter(
-        "limit",
-        {"type": "integer", "minimum": 1, "maximum": 100, "default": 15},
-        OpenApiParameter.QUERY,
-        required=False,
-        description="Items per page, 1 to 100 (default 15); otherwise 422.",
-    ),
-    OpenApiParameter(
-        "page",
-        {"type": "integer", "minimum": 1, "default": 1},
-        OpenApiParameter.QUERY,
-        required=False,
-        description="Page number, starting at 1; a page past the end is an empty page.",
-    ),
-]
-
-
-class PaginationLinksSerializer(serializers.Serializer):
-    first = serializers.URLField()
-    last = serializers.URLField()
-    prev = serializers.URLField(allow_null=True)
-    next = serializers.URLField(allow_null=True)
-
-
-class PaginationMetaLinkSerializer(serializers.Serializer):
-    url = serializers.URLField(allow_null=True)
-    label = serializers.CharField()
-    active = serializers.BooleanField()
-
-
-PaginationMetaSerializer = type(
-    "PaginationMetaSerializer",
-    (serializers.Serializer,),
-    {
-        "current_page": serializers.IntegerField(),
-        # `from` is a Python keyword, hence the class built from a dict.
-        "from": serializers.IntegerField(allow_null=True),
-        "last_page": serializers.IntegerField(),
-        "links": PaginationMetaLinkSerializer(many=True),
-        "path": serializers.URLField(),
-        "per_page": serializers.IntegerField(),
-        "to": serializers.IntegerField(allow_null=True),
-        "total": serializers.IntegerField(),
-    },
-)
-
-
-def paginated_envelope(name: str, serializer):
-    """`{data: [...], links, meta}` of the shared Laravel paginator, for an APIView (generic
-    list views with `pagination_class = LaravelPagination` get it automatically)."""
-    return inline_serializer(
-        name=name,
-        fields={
-            "data": serializer(many=True),
-            "links": PaginationLinksSerializer(),
-            "meta": PaginationMetaSerializer(),
-        },
-    )
+    envelope = inline_serializer(name=name, fields={"data": serializer(many=many)})
+    # One object even as the answer of a ViewSet's `list` action, which drf-spectacular would
+    # otherwise declare as an array of envelopes.
+    set_override(envelope, "many", False)
+    return envelope
 
 
 def idempotent_replayed_header(statuses) -> OpenApiParameter:

@@ -181,3 +181,12 @@ def test_store_created_later_is_covered(oauth_client, user):
     MembershipFactory(user=user, store=store)
 
     assert oauth_client.get("/api/v2/permissions", HTTP_X_STORE=store.slug).status_code == 200
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "options"])
+def test_installation_answers_other_methods_with_405_and_allow(oauth_client, method):
+    response = getattr(oauth_client, method)("/api/v2/oauth/installation")
+
+    assert response.status_code == 405
+    assert response.json()["code"] == "method_not_allowed"
+    assert response["Allow"] == "GET, DELETE, HEAD"

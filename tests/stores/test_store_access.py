@@ -9,9 +9,10 @@ from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
 from accounts.abilities import ROLE_STAFF
-from accounts.views import PermissionsView as AccountPermissionsView
+from accounts.views import PermissionsViewSet as AccountPermissionsView
 from stores.access import HasAbility, StorePermission
 from stores.models import Membership
+from stores.views import StoreViewSet
 from tests.factories import MembershipFactory, StoreFactory, make_api_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
@@ -257,23 +258,31 @@ def test_permissions_endpoint_opts_out_of_the_area_check(user, store, client_for
 
 
 def routed_api_views(patterns=None):
-    """Every DRF view class the project routes (tests' URLconf included)."""
+    """Every DRF view the project routes (tests' URLconf included), with the HTTP methods its
+    route serves: a ViewSet's route maps methods to actions, an APIView serves its handlers."""
     for pattern in patterns if patterns is not None else get_resolver().url_patterns:
         if isinstance(pattern, URLResolver):
             yield from routed_api_views(pattern.url_patterns)
-        elif getattr(pattern.callback, "cls", None) is not None:
-            yield pattern.callback.cls
+            continue
+        view = getattr(pattern.callback, "cls", None)
+        if view is None:
+            continue
+        actions = getattr(pattern.callback, "actions", None)
+        if actions is not None:
+            served = set(actions)
+        else:
+            served = {m for m in view.http_method_names if hasattr(view, m)}
+        yield view, {m.upper() for m in served} - {"HEAD", "OPTIONS"}
 
 
 def test_every_routed_view_says_what_it_requires():
     # The runtime check raises on the first request; this finds a forgotten rule before that.
-    views = set(routed_api_views())
-    assert AccountPermissionsView in views
-    for view in views:
+    routes = list(routed_api_views())
+    assert AccountPermissionsView in {view for view, _ in routes}
+    assert (StoreViewSet, {"GET", "POST"}) in routes
+    for view, served in routes:
         permissions = view.permission_classes
         if StorePermission in permissions:
             assert hasattr(view, "permission_area"), view
         if HasAbility in permissions:
-            served = {m.upper() for m in view.http_method_names if hasattr(view, m)}
-            served -= {"HEAD", "OPTIONS"}
             assert served <= set(view.required_abilities), view

@@ -1,4 +1,4 @@
-"""The store admin applies the API's slug rules (the store service's `store_slug_validate`)."""
+"""The store admin applies the API's slug rules: the API's slug field, the reserved names."""
 
 import pytest
 from django.test import Client

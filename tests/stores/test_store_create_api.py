@@ -1,8 +1,11 @@
 """POST /api/v2/stores: idempotency, slug rules, the one-store-per-60-s limit."""
 
+import re
 from datetime import timedelta
 
 import pytest
+import yaml
+from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -124,6 +127,8 @@ def test_key_without_stores_create_ability_is_403(user, client_for):
         ("api", False),
         ("www", False),
         ("admins", True),
+        ("shop\n", False),  # `$` alone would let a trailing newline through
+        ("\nshop", False),
     ],
 )
 def test_slug_rules(slug, ok, auth_client):
@@ -155,6 +160,9 @@ def test_taken_slug_is_422_whatever_its_case(auth_client, other_store):
         ({"name": "Shop"}, "slug"),
         ({"name": "Shop", "slug": 12}, "slug"),
         ({"name": ["Shop"], "slug": "shoppe"}, "name"),
+        ({"name": " \t\n", "slug": "shoppe"}, "name"),
+        ({"name": "Sh\x00op", "slug": "shoppe"}, "name"),
+        ({"name": "\u3000", "slug": "shoppe"}, "name"),  # an ideographic space is blank too
     ],
 )
 def test_invalid_bodies_are_422_naming_the_field(body, field, auth_client):
@@ -337,6 +345,37 @@ def test_slug_must_be_a_json_string(slug, auth_client):
     response = create(auth_client, {"name": "Shop", "slug": slug})
     assert response.status_code == 422
     assert "slug" in response.json()["errors"]
+
+
+def test_both_invalid_fields_are_named_at_once(auth_client):
+    response = create(auth_client, {"name": "", "slug": "-x"})
+    assert response.status_code == 422
+    assert set(response.json()["errors"]) == {"name", "slug"}
+
+
+@pytest.mark.parametrize("name", ["x" * 255, " padded ", "Ünïcödé Shop"])
+def test_names_within_the_rules_are_kept_as_sent(name, auth_client):
+    response = create(auth_client, {"name": name, "slug": "shoppe"})
+    assert response.status_code == 201
+    assert response.json()["data"]["name"] == name
+
+
+def test_schema_states_the_format_rules_of_the_body(tmp_path):
+    # Derived from the serializer's validators: as strict as the API, so that every
+    # schema-valid body is accepted (the contract run) and clients can check before sending.
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(target))
+    schema = yaml.safe_load(target.read_text())
+    body = schema["paths"]["/api/v2/stores"]["post"]["requestBody"]
+    assert body["required"] is True
+    name = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    fields = schema["components"]["schemas"][name]["properties"]
+    slug, store_name = fields["slug"], fields["name"]
+    assert (slug["minLength"], slug["maxLength"]) == (3, 63)
+    assert slug["pattern"] == "^[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]$"
+    assert re.fullmatch(slug["not"]["pattern"], "AdMiN")
+    assert (store_name["minLength"], store_name["maxLength"]) == (1, 255)
+    assert store_name["pattern"] == "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 
 
 def test_unknown_body_fields_are_ignored(auth_client):
