@@ -179,10 +179,19 @@ class _CheckedConnectionMixin:
                 ) from error
             except OSError as error:
                 raise NewConnectionError(self, f"Failed to connect: {error}") from error
-            # The peer is the address we checked (no resolution happens on an IP literal).
-            address_check(sock.getpeername()[0])
+            # The peer is the address we checked (no resolution happens on an IP literal);
+            # checked again so that nothing is sent to an address the check refuses.
+            try:
+                address_check(sock.getpeername()[0])
+            except DestinationRefused as error:
+                sock.close()
+                raise RefusedConnectionError(
+                    self, f"Refused destination: connected to {error}"
+                ) from None
             return sock
-        raise RefusedConnectionError(self, f"Refused destination: {refusal}")
+        raise RefusedConnectionError(
+            self, f"Refused destination: host {self.host} resolves to {refusal}"
+        )
 
 
 class CheckedHTTPConnection(_CheckedConnectionMixin, HTTPConnection):

@@ -4,16 +4,15 @@ Services raise `ApiError` subclasses; `api_exception_handler` (DRF) and the Djan
 below turn every error under /api/ into the same body. No view builds an error body by hand.
 """
 
-import logging
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core import signals
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
+from django.utils.log import log_response
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -268,6 +267,7 @@ def api_error_response(error: ApiError, request) -> Response:
 def api_exception_handler(exc, context):
     """DRF EXCEPTION_HANDLER: every exception becomes the envelope; never a trace."""
     request = context.get("request")
+    unexpected = None
     if isinstance(exc, Http404):
         exc = NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -275,15 +275,34 @@ def api_exception_handler(exc, context):
     elif isinstance(exc, drf_exceptions.APIException):
         exc = _from_drf(exc)
     if not isinstance(exc, ApiError):
-        logger.error("unhandled error", exc_info=exc)
-        exc = ApiError()
+        unexpected, exc = exc, ApiError()
     response = api_error_response(exc, request)
+    if unexpected is not None:
+        _report_unexpected(unexpected, request, response)
     if isinstance(exc, Unauthenticated):
         response["WWW-Authenticate"] = "Bearer"
     if isinstance(exc, RateLimited) and not exc.credential_budget:
         # Read by RateLimitHeadersMiddleware: this 429 is not about the request budget.
         response.omit_rate_limit_headers = True
     return response
+
+
+def _report_unexpected(exc: BaseException, request, response) -> None:
+    """What Django does for an exception a view lets through
+    (django.core.handlers.exception.response_for_exception): the got_request_exception signal
+    (error trackers listen to it) and an ERROR record with the traceback on `django.request`.
+    The envelope replaces only the response; the request id is in the record (its `request`,
+    and the handlers' RequestIdLogFilter)."""
+    django_request = getattr(request, "_request", request)
+    signals.got_request_exception.send(sender=None, request=django_request)
+    log_response(
+        "%s: %s",
+        response.reason_phrase,
+        getattr(django_request, "path", "-"),
+        response=response,
+        request=django_request,
+        exception=exc,
+    )
 
 
 def json_error(

@@ -1,13 +1,16 @@
+import contextlib
 import functools
 import logging
 
 from django.core.cache import cache
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template import loader
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.csrf import csrf_exempt
 
-from config.api.errors import ERROR_CODES, json_error
+from config.api.errors import ERROR_CODES, json_error, request_id_of
 
 logger = logging.getLogger(__name__)
 
@@ -33,25 +36,67 @@ class EnvelopeMethodNotAllowedMixin:
         return json_error(request, "method_not_allowed", headers={"Allow": allow})
 
 
+# The OAuth protocol endpoints answer JSON to programs (RFC 6749 §5.2, RFC 8414); the
+# authorization endpoint is the consent page, for browsers.
+OAUTH_PROTOCOL_URL_NAMES = ("oauth-token", "oauth-revoke", "oauth-metadata")
+
+
+def answers_json(request) -> bool:
+    """Whether an error on this path is the JSON envelope (the API and the OAuth protocol
+    endpoints) or an HTML page (the admin, the sign-in and consent pages, anything else)."""
+    path = request.path_info
+    if path == "/api" or path.startswith("/api/"):
+        return True
+    protocol_paths = set()
+    for name in OAUTH_PROTOCOL_URL_NAMES:
+        with contextlib.suppress(NoReverseMatch):
+            protocol_paths.add(reverse(name))
+    return request.path in protocol_paths
+
+
+def html_error(request, status: int, message: str = "") -> HttpResponse:
+    # Rendered without the request (no context processors), as Django's own server_error
+    # page is: the error page must not fail for the reason the request did.
+    body = loader.render_to_string(
+        f"{status}.html", {"request_id": request_id_of(request), "message": message}
+    )
+    return HttpResponse(body, status=status)
+
+
 @csrf_exempt
 def not_found(request, exception=None):
-    return json_error(request, "resource_not_found", "No such endpoint or resource.")
+    if answers_json(request):
+        return json_error(request, "resource_not_found", "No such endpoint or resource.")
+    return html_error(request, 404)
 
 
 def csrf_failure(request, reason=""):
-    return json_error(request, "forbidden", f"CSRF verification failed: {reason}")
+    if answers_json(request):
+        return json_error(request, "forbidden", f"CSRF verification failed: {reason}")
+    return html_error(
+        request,
+        403,
+        "The form could not be verified (CSRF). Reload the page, with cookies enabled, and "
+        "submit it again.",
+    )
 
 
 def server_error(request):
-    return json_error(request, "api_error")
+    if answers_json(request):
+        return json_error(request, "api_error")
+    return html_error(request, 500)
 
 
 def bad_request(request, exception=None):
-    return json_error(request, "bad_request")
+    if answers_json(request):
+        return json_error(request, "bad_request")
+    return html_error(request, 400)
 
 
 def permission_denied(request, exception=None):
-    return json_error(request, "forbidden")
+    if answers_json(request):
+        return json_error(request, "forbidden")
+    return html_error(request, 403)
 
 
 @require_get

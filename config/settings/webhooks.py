@@ -23,6 +23,9 @@ WEBHOOKS_RETRY_SCHEDULE_SECONDS = _seconds_list(
 )
 # Connect and read timeout of one attempt.
 WEBHOOKS_TIMEOUT_SECONDS = _seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
+# How long saving a destination waits for its host to resolve (inside a synchronous web
+# worker; the resolver itself may take 10 s or more): then 422 "could not resolve host".
+WEBHOOKS_DNS_TIMEOUT_SECONDS = _seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
 # A claimed delivery belongs to its worker this long; longer than any attempt can take
 # (connect + read timeouts plus margin), so two workers never send the same attempt.
 WEBHOOKS_LEASE_SECONDS = _seconds("WEBHOOKS_LEASE_SECONDS", 60)

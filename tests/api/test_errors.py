@@ -2,8 +2,10 @@
 
 import logging
 import re
+import sys
 
 import pytest
+from django.core.signals import got_request_exception
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -66,9 +68,7 @@ def test_404_resource(auth_client, other_store):
     assert_envelope(response, 404, "not_found_error", "resource_not_found")
 
 
-@pytest.mark.parametrize(
-    "path", ["/api/v2/nothing-here", "/api/v2/me/", "/api/v3/me", "/api/", "/nowhere"]
-)
+@pytest.mark.parametrize("path", ["/api/v2/nothing-here", "/api/v2/me/", "/api/v3/me", "/api/"])
 def test_404_for_unknown_urls(path, auth_client):
     assert_envelope(auth_client.get(path), 404, "not_found_error", "resource_not_found")
 
@@ -154,6 +154,7 @@ def test_429(auth_client, settings, frozen_rate_limit_clock):
 
 @pytest.mark.urls("tests.api.urls")
 def test_500_from_an_api_view_has_no_trace(auth_client):
+    auth_client.raise_request_exception = False
     response = auth_client.get("/api/v2/test-explode")
     body = assert_envelope(response, 500, "api_error", "api_error")
     assert "secret internal detail" not in response.content.decode()
@@ -161,10 +162,162 @@ def test_500_from_an_api_view_has_no_trace(auth_client):
 
 
 @pytest.mark.urls("tests.api.urls")
-def test_500_from_a_plain_django_view_has_no_trace():
-    response = Client(raise_request_exception=False).get("/test-explode")
+def test_500_from_a_plain_django_view_under_api_has_no_trace():
+    response = Client(raise_request_exception=False).get("/api/v2/test-raise/server-error")
     assert_envelope(response, 500, "api_error", "api_error")
     assert "secret internal detail" not in response.content.decode()
+
+
+# --- unexpected exceptions are seen: signalled and logged as Django does ------------------
+
+
+@pytest.fixture
+def signalled():
+    """The requests got_request_exception was sent for (what error trackers listen to)."""
+    received = []
+
+    def receiver(sender, request, **kwargs):
+        received.append((request, sys.exc_info()[1]))
+
+    got_request_exception.connect(receiver)
+    yield received
+    got_request_exception.disconnect(receiver)
+
+
+@pytest.fixture
+def request_log(caplog):
+    # The console handler of LOGGING carries this filter; caplog's handler gets the same one.
+    caplog.handler.addFilter(RequestIdLogFilter())
+    caplog.set_level(logging.ERROR, logger="django.request")
+    return caplog
+
+
+@pytest.mark.urls("tests.api.urls")
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v2/test-explode", "/api/v2/test-raise/server-error", "/test-raise/server-error"],
+    ids=["drf-view", "django-view-under-api", "html-page"],
+)
+def test_an_unexpected_exception_is_signalled_and_logged_with_the_request_id(
+    path, api_key, signalled, request_log
+):
+    client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Bearer {api_key}")
+
+    response = client.get(path)
+
+    # then: a 500 whatever the page, and Django's signal was sent once, for this request
+    assert response.status_code == 500
+    request_id = response["X-Request-Id"]
+    [(request, exception)] = signalled
+    assert request.request_id == request_id
+    assert isinstance(exception, RuntimeError)
+    # and django.request logged it once at ERROR, with the traceback and the request id
+    [record] = [r for r in request_log.records if r.name == "django.request"]
+    assert record.levelno == logging.ERROR
+    assert record.getMessage() == f"Internal Server Error: {path}"
+    assert record.exc_info[0] is RuntimeError
+    assert "secret internal detail" in str(record.exc_info[1])
+    assert record.request_id == request_id
+    assert record.request.request_id == request_id
+
+
+@pytest.mark.urls("tests.api.urls")
+def test_the_test_client_sees_the_exception_of_an_api_view(auth_client):
+    """Django's test client re-raises what got_request_exception reports: an API view's
+    unexpected exception is no longer swallowed into the envelope unseen."""
+    with pytest.raises(RuntimeError, match="secret internal detail"):
+        auth_client.get("/api/v2/test-explode")
+
+
+def test_expected_errors_are_not_reported_as_exceptions(auth_client, signalled, request_log):
+    assert auth_client.get("/api/v2/stores/999999").status_code == 404
+    assert auth_client.delete("/api/v2/me").status_code == 405
+
+    assert signalled == []
+    assert not [r for r in request_log.records if r.levelno >= logging.ERROR]
+
+
+# --- JSON for the API and the OAuth protocol endpoints, HTML pages elsewhere ---------------
+
+HANDLED = [
+    ("bad-request", 400, "bad_request", "invalid_request_error"),
+    ("permission-denied", 403, "forbidden", "authorization_error"),
+    ("not-found", 404, "resource_not_found", "not_found_error"),
+    ("server-error", 500, "api_error", "api_error"),
+]
+
+
+def assert_html_error_page(response, status):
+    assert response.status_code == status
+    assert response["Content-Type"].startswith("text/html")
+    html = response.content.decode()
+    assert html.lstrip().lower().startswith("<!doctype html>")
+    assert f"({status})" in html
+    # the reference a user quotes to support, and no internals
+    assert response["X-Request-Id"] in html
+    assert "secret internal detail" not in html
+    assert "Traceback" not in html
+    return html
+
+
+@pytest.mark.urls("tests.api.urls")
+@pytest.mark.parametrize(("kind", "status", "code", "type_"), HANDLED, ids=[h[0] for h in HANDLED])
+def test_django_error_handlers_answer_the_envelope_under_api(kind, status, code, type_):
+    response = Client(raise_request_exception=False).get(f"/api/v2/test-raise/{kind}")
+
+    assert_envelope(response, status, type_, code)
+    assert "secret internal detail" not in response.content.decode()
+
+
+@pytest.mark.urls("tests.api.urls")
+@pytest.mark.parametrize(("kind", "status", "code", "type_"), HANDLED, ids=[h[0] for h in HANDLED])
+def test_django_error_handlers_answer_html_pages_elsewhere(kind, status, code, type_):
+    response = Client(raise_request_exception=False).get(f"/test-raise/{kind}")
+
+    assert_html_error_page(response, status)
+
+
+@pytest.mark.parametrize("path", ["/nowhere", "/admin/no-such-page/", "/oauth/authorize/x"])
+def test_404_pages_outside_the_api_are_html(path, user):
+    user.is_staff = True
+    user.save()
+    client = Client()
+    client.force_login(user)
+
+    assert_html_error_page(client.get(path), 404)
+
+
+def test_a_failing_consent_page_answers_an_html_500(user, monkeypatch):
+    from oauth_cli import validators
+    from oauth_cli.services import cli_application_ensure
+    from tests.oauth_cli.flow import authorize_params, consent
+
+    cli_application_ensure()
+    browser = Client(raise_request_exception=False)
+    browser.force_login(user)
+    fields = consent(browser, authorize_params())
+
+    def installation_fails(**kwargs):
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(validators, "installation_ensure", installation_fails)
+
+    assert_html_error_page(browser.post("/oauth/authorize", fields), 500)
+
+
+def test_a_csrf_failure_on_the_admin_sign_in_is_an_html_page():
+    response = Client(enforce_csrf_checks=True).post(
+        "/admin/login/", {"username": "a", "password": "b"}
+    )
+
+    html = assert_html_error_page(response, 403)
+    assert "CSRF" in html
+
+
+def test_oauth_protocol_endpoints_answer_the_envelope(user):
+    # the metadata document is for programs: its errors are JSON too
+    response = Client().post("/.well-known/oauth-authorization-server")
+    assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
 
 
 def test_every_response_has_a_request_id(auth_client):

@@ -1,6 +1,8 @@
 """Test-only URLconf: the real routes plus tiny views that exercise the shared conventions
 (`@pytest.mark.urls("tests.api.urls")`)."""
 
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.http import Http404
 from django.urls import path
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,9 +34,24 @@ def exploding_django_view(request):
     raise RuntimeError("secret internal detail")
 
 
+RAISED = {
+    "bad-request": BadRequest("secret internal detail"),
+    "permission-denied": PermissionDenied("secret internal detail"),
+    "not-found": Http404("secret internal detail"),
+    "server-error": RuntimeError("secret internal detail"),
+}
+
+
+def raising_django_view(request, kind):
+    """A plain Django view raising what Django turns into handler400/403/404/500."""
+    raise RAISED[kind]
+
+
 urlpatterns = [
     path("api/v2/test-coupon-area", CouponAreaView.as_view()),
     path("api/v2/test-explode", ExplodingApiView.as_view()),
     path("test-explode", exploding_django_view),
+    path("api/v2/test-raise/<str:kind>", raising_django_view),
+    path("test-raise/<str:kind>", raising_django_view),
     *real_urlpatterns,
 ]

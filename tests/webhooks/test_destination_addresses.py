@@ -1,0 +1,400 @@
+"""Destinations cannot reach inside: one row per denied range, judged when the destination is
+saved (PUT through the API) and when an attempt connects (the sender), and the save's DNS
+lookup is bounded by WEBHOOKS_DNS_TIMEOUT_SECONDS even when the name server never answers."""
+
+import ipaddress
+import socket
+import struct
+import sys
+import time
+
+import pytest
+
+from tests.webhooks.conftest import destination_for, record_order_completed
+from webhooks.attempts import delivery_send
+from webhooks.models import WebhookDelivery, WebhookDestination
+
+URL = "/api/v2/webhook-destination"
+HOST = "target.example.com"
+PUBLIC_IPV4 = "93.184.216.34"
+
+# (an address inside the range, the kind the refusal names); IANA IPv4 and IPv6
+# Special-Purpose Address Registries, multicast, deprecated and reserved space, and IPv6
+# addresses carrying an internal IPv4 address.
+DENIED = [
+    ("0.1.2.3", "'this network'"),
+    ("0.0.0.0", "'this network'"),
+    ("10.1.2.3", "private-use"),
+    ("100.64.1.2", "shared address space"),
+    ("100.100.100.200", "cloud metadata"),
+    ("127.0.0.1", "loopback"),
+    ("127.255.0.9", "loopback"),
+    ("169.254.10.1", "link-local"),
+    ("169.254.169.254", "cloud metadata"),
+    ("172.16.5.4", "private-use"),
+    ("172.31.255.254", "private-use"),
+    ("192.0.0.1", "IPv4 service continuity prefix"),
+    ("192.0.0.8", "IPv4 dummy address"),
+    ("192.0.0.9", "PCP anycast"),
+    ("192.0.0.10", "TURN anycast"),
+    ("192.0.0.170", "NAT64/DNS64 discovery"),
+    ("192.0.0.200", "IETF protocol assignments"),
+    ("192.0.2.10", "documentation (TEST-NET-1)"),
+    ("192.31.196.1", "AS112 anycast"),
+    ("192.52.193.1", "AMT anycast"),
+    ("192.88.99.1", "deprecated 6to4 relay anycast"),
+    ("192.168.1.20", "private-use"),
+    ("192.175.48.1", "AS112 direct delegation"),
+    ("198.18.0.1", "benchmarking"),
+    ("198.19.255.1", "benchmarking"),
+    ("198.51.100.7", "documentation (TEST-NET-2)"),
+    ("203.0.113.7", "documentation (TEST-NET-3)"),
+    ("224.0.0.1", "multicast"),
+    ("239.255.255.250", "multicast"),
+    ("240.0.0.1", "reserved"),
+    ("255.255.255.255", "limited broadcast"),
+    ("::", "unspecified"),
+    ("::1", "loopback"),
+    ("::8.8.8.8", "deprecated IPv4-compatible"),
+    ("::10.0.0.1", "deprecated IPv4-compatible"),
+    ("::ffff:10.0.0.1", "private-use, as the IPv4 address it carries"),
+    ("::ffff:127.0.0.1", "loopback, as the IPv4 address it carries"),
+    ("::ffff:0:192.168.0.1", "private-use, as the IPv4 address it carries"),  # SIIT
+    ("64:ff9b::10.0.0.1", "private-use, as the IPv4 address it carries"),
+    ("64:ff9b::127.0.0.1", "loopback, as the IPv4 address it carries"),
+    ("64:ff9b:1::1", "local-use IPv4/IPv6 translation"),
+    ("64:ff9b:1:a9fe:a9:fe00::", "cloud metadata"),  # 169.254.169.254 after a /48 prefix
+    ("100::1", "discard-only"),
+    ("100:0:0:1::1", "dummy IPv6 prefix"),
+    ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "Teredo"),  # client 10.0.0.1
+    ("2001:0:0a00:0001::3fff:f7fe", "Teredo"),  # server 10.0.0.1
+    ("2001:0:0808:0808::b7b7:b7b7", "Teredo"),  # public server, client 72.72.72.72
+    ("2001:1::1", "PCP anycast"),
+    ("2001:1::2", "TURN anycast"),
+    ("2001:1::3", "DNS-SD SRP anycast"),
+    ("2001:2::1", "benchmarking"),
+    ("2001:3::1", "AMT anycast"),
+    ("2001:4:112::1", "AS112 anycast"),
+    ("2001:10::1", "deprecated ORCHID"),
+    ("2001:20::1", "ORCHIDv2"),
+    ("2001:30::1", "drone remote ID entity tags"),
+    ("2001:1ff::1", "IETF protocol assignments"),
+    ("2001:db8::1", "documentation"),
+    ("2002:0a00:0001::1", "private-use, as the IPv4 address it carries"),  # 6to4 of 10.0.0.1
+    ("2002:7f00:0001::1", "loopback, as the IPv4 address it carries"),
+    ("2002:a9fe:a9fe::1", "cloud metadata"),
+    ("2620:4f:8000::1", "AS112 direct delegation"),
+    ("3fff::1", "documentation"),
+    ("5f00::1", "segment routing (SRv6) SIDs"),
+    ("fc00::1", "unique-local"),
+    ("fd12:3456::1", "unique-local"),
+    ("fd00:ec2::254", "cloud metadata"),
+    ("fe80::1", "link-local"),
+    ("fec0::1", "deprecated site-local"),
+    ("ff02::1", "multicast"),
+    ("4000::1", "reserved IPv6"),
+    ("::ffff:0:0:0:1", "reserved IPv6"),
+]
+ALLOWED = [
+    PUBLIC_IPV4,
+    "8.8.8.8",
+    "2606:4700:4700::1111",
+    "::ffff:8.8.8.8",  # IPv4-mapped public
+    "64:ff9b::8.8.8.8",  # NAT64 of a public IPv4 (IPv6-only networks reach it this way)
+    "2002:0808:0808::1",  # 6to4 of a public IPv4
+]
+# Refused even with WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS (dev, tests), wrapped or not.
+ALWAYS_DENIED = [
+    ("169.254.10.1", "link-local"),
+    ("169.254.169.254", "cloud metadata"),
+    ("fe80::1", "link-local"),
+    ("fd00:ec2::254", "cloud metadata"),
+    ("100.100.100.200", "cloud metadata"),
+    ("::ffff:169.254.169.254", "cloud metadata"),
+    ("::169.254.10.1", "link-local, as the IPv4 address it carries"),
+    ("::ffff:0:169.254.10.1", "link-local, as the IPv4 address it carries"),
+    ("2001:0:a9fe:0a01::3fff:f7fe", "link-local, as the IPv4 address it carries"),  # server
+    ("64:ff9b::169.254.10.1", "link-local, as the IPv4 address it carries"),
+    ("64:ff9b:1:a9fe:a9:fe00::", "cloud metadata"),
+    ("2002:a9fe:a9fe::1", "cloud metadata"),
+    ("2001:0:4136:e378:8000:63bf:5601:5601", "cloud metadata"),  # Teredo client 169.254.169.254
+]
+
+
+def spellings(address: str) -> set[str]:
+    """Every way the address (and an IPv4 address it carries) could show up in a message."""
+    parsed = ipaddress.ip_address(address)
+    forms = {address, str(parsed)}
+    if parsed.version == 6:
+        forms |= {parsed.exploded, str(ipaddress.IPv4Address(int(parsed) & 0xFFFFFFFF))}
+    return forms
+
+
+class FakeDns:
+    """socket.getaddrinfo answering HOST with `address` (the machine has no outside DNS)."""
+
+    def __init__(self, monkeypatch, address: str):
+        self.address = address
+        real = socket.getaddrinfo
+
+        def getaddrinfo(host, port, *args, **kwargs):
+            if host != HOST:
+                return real(host, port, *args, **kwargs)
+            if ipaddress.ip_address(self.address).version == 6:
+                return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (self.address, port, 0, 0))]
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (self.address, port))]
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture
+def production(settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
+
+
+@pytest.fixture
+def dev_flag(settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
+
+
+def put(client, url=f"https://{HOST}/in"):
+    return client.put(URL, {"url": url, "event_types": ["order.completed"]}, format="json")
+
+
+def assert_refused_without_the_address(response, address, kind):
+    assert response.status_code == 422, response.json()
+    body = response.json()
+    assert body["param"] == "url"
+    assert kind in body["message"]
+    assert body["errors"]["url"][0] in body["message"]
+    for form in spellings(address):
+        assert form not in response.content.decode(), form
+    assert not WebhookDestination.objects.exists()
+
+
+@pytest.mark.parametrize(("address", "kind"), DENIED, ids=[row[0] for row in DENIED])
+def test_put_refuses_a_host_resolving_into_a_denied_range(
+    auth_client, production, monkeypatch, address, kind
+):
+    FakeDns(monkeypatch, address)
+
+    response = put(auth_client)
+
+    assert_refused_without_the_address(response, address, kind)
+
+
+@pytest.mark.parametrize(("address", "kind"), ALWAYS_DENIED, ids=[r[0] for r in ALWAYS_DENIED])
+def test_put_refuses_link_local_and_metadata_even_with_the_dev_flag(
+    auth_client, dev_flag, monkeypatch, address, kind
+):
+    FakeDns(monkeypatch, address)
+
+    response = put(auth_client)
+
+    assert_refused_without_the_address(response, address, kind)
+
+
+@pytest.mark.parametrize("address", ALLOWED)
+def test_put_accepts_a_host_resolving_to_a_public_address(
+    auth_client, production, monkeypatch, address
+):
+    FakeDns(monkeypatch, address)
+
+    response = put(auth_client)
+
+    assert response.status_code == 201, response.json()
+
+
+def test_put_refuses_an_ipv4_literal_in_a_denied_range(auth_client, production):
+    response = put(auth_client, "https://10.20.30.40/in")
+
+    assert response.status_code == 422
+    assert response.json()["errors"]["url"] == [
+        "host 10.20.30.40 is an address webhooks may not reach (private-use); only public "
+        "internet addresses are allowed"
+    ]
+
+
+def test_put_refusal_of_a_name_says_what_is_wrong_but_not_where_it_points(
+    auth_client, production, monkeypatch
+):
+    FakeDns(monkeypatch, "172.20.1.9")
+
+    response = put(auth_client)
+
+    assert response.json()["errors"]["url"] == [
+        f"host {HOST} resolves to an address webhooks may not reach (private-use); only "
+        "public internet addresses are allowed"
+    ]
+
+
+# --- send time: the address the attempt connects to --------------------------------------
+
+_connects: list | None = None
+
+
+def _record_connects(event, args):
+    if event == "socket.connect" and _connects is not None:
+        _connects.append(args[1])
+
+
+sys.addaudithook(_record_connects)
+
+
+@pytest.fixture
+def connects():
+    """Every address a socket of this process connects to during the test (audit events)."""
+    global _connects
+    _connects = []
+    yield _connects
+    _connects = None
+
+
+def attempt_refused_at_connect(store, monkeypatch, address):
+    # given a destination saved while its host resolved to a public address
+    dns = FakeDns(monkeypatch, PUBLIC_IPV4)
+    destination_for(store, f"https://{HOST}/hooks")
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    # when the host resolves into a denied range at send time (DNS rebinding)
+    dns.address = address
+    outcome = delivery_send(delivery_id=delivery.pk)
+    return outcome, delivery.attempt_records.get()
+
+
+@pytest.mark.parametrize(("address", "kind"), DENIED, ids=[row[0] for row in DENIED])
+def test_send_refuses_to_connect_into_a_denied_range(
+    store, production, monkeypatch, connects, address, kind
+):
+    outcome, attempt = attempt_refused_at_connect(store, monkeypatch, address)
+
+    # then no connection was opened, the attempt failed (to be retried), naming the kind only
+    assert outcome == "pending"
+    assert not [peer for peer in connects if peer[0] == address]
+    assert attempt.response_status is None
+    assert kind in attempt.error
+    for form in spellings(address):
+        assert form not in attempt.error, form
+
+
+@pytest.mark.parametrize(("address", "kind"), ALWAYS_DENIED, ids=[r[0] for r in ALWAYS_DENIED])
+def test_send_refuses_link_local_and_metadata_even_with_the_dev_flag(
+    store, settings, monkeypatch, connects, address, kind
+):
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False  # lets the save pass the public check
+    dns = FakeDns(monkeypatch, PUBLIC_IPV4)
+    destination_for(store, f"https://{HOST}/hooks")
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
+    dns.address = address
+
+    delivery_send(delivery_id=delivery.pk)
+
+    assert not [peer for peer in connects if peer[0] == address]
+    assert kind in delivery.attempt_records.get().error
+
+
+# --- the save's DNS lookup is bounded -----------------------------------------------------
+
+STALLED_HOST = "stalled.example.com"
+
+
+def dns_query(name: str) -> bytes:
+    """An RFC 1035 §4.1 query for the A record of `name`, recursion desired."""
+    header = struct.pack("!HHHHHH", 0x5EB0, 0x0100, 1, 0, 0, 0)
+    question = b"".join(bytes([len(label)]) + label.encode() for label in name.split("."))
+    return header + question + b"\0" + struct.pack("!HH", 1, 1)
+
+
+class UnresponsiveNameServer:
+    """A UDP name server on 127.0.0.1 that takes every query and never answers, and a stub
+    resolver pointed at it in place of the system's getaddrinfo for STALLED_HOST: a lookup
+    blocks on the socket, as one behind a dropped or overloaded resolver does."""
+
+    def __init__(self, monkeypatch):
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.address = self.socket.getsockname()
+        self.queries: list[tuple[bytes, tuple]] = []
+        real = socket.getaddrinfo
+
+        def getaddrinfo(host, port, *args, **kwargs):
+            if host != STALLED_HOST:
+                return real(host, port, *args, **kwargs)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stub:
+                stub.settimeout(120)  # only a safety net: release() ends the wait
+                stub.sendto(dns_query(host), self.address)
+                stub.recvfrom(512)
+            raise socket.gaierror(socket.EAI_FAIL, "no usable answer")
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+    def received(self, count: int, timeout: float = 5) -> list[bytes]:
+        self.socket.settimeout(timeout)
+        while len(self.queries) < count:
+            self.queries.append(self.socket.recvfrom(512))
+        return [query for query, _ in self.queries]
+
+    def release(self):
+        """Answers every waiting stub with garbage, so no lookup thread outlives the test."""
+        self.socket.setblocking(False)
+        while True:
+            try:
+                self.queries.append(self.socket.recvfrom(512))
+            except BlockingIOError:
+                break
+        for _, client in self.queries:
+            self.socket.sendto(b"\0", client)
+        self.queries.clear()
+
+    def close(self):
+        self.release()
+        self.socket.close()
+
+
+@pytest.fixture
+def unresponsive_name_server(monkeypatch):
+    server = UnresponsiveNameServer(monkeypatch)
+    yield server
+    server.close()
+
+
+def test_the_dns_bound_defaults_to_at_most_two_seconds(settings):
+    assert 0 < settings.WEBHOOKS_DNS_TIMEOUT_SECONDS <= 2
+
+
+def test_put_answers_422_when_the_name_server_never_answers(
+    auth_client, production, unresponsive_name_server, settings
+):
+    bound = settings.WEBHOOKS_DNS_TIMEOUT_SECONDS
+
+    started = time.monotonic()
+    response = put(auth_client, f"https://{STALLED_HOST}/in")
+    elapsed = time.monotonic() - started
+
+    assert response.status_code == 422, response.json()
+    body = response.json()
+    assert body["param"] == "url"
+    assert f"could not resolve host {STALLED_HOST}" in body["message"]
+    assert f"no answer within {bound:g} s" in body["message"]
+    # the lookup really went out and stalled; the request ended near the bound, not the
+    # stub's 120 s
+    assert STALLED_HOST.split(".")[0].encode() in unresponsive_name_server.received(1)[0]
+    assert bound <= elapsed < bound + 5
+    assert not WebhookDestination.objects.exists()
+
+
+def test_stalled_lookups_do_not_hold_up_later_puts(
+    auth_client, production, unresponsive_name_server, settings, monkeypatch
+):
+    """More stalled saves than lookup threads: each still answers within its bound, and once
+    the name server recovers a save resolves again (stalled lookups left no queue behind)."""
+    settings.WEBHOOKS_DNS_TIMEOUT_SECONDS = 0.5
+    for _ in range(6):
+        started = time.monotonic()
+        response = put(auth_client, f"https://{STALLED_HOST}/in")
+        assert response.status_code == 422
+        assert time.monotonic() - started < 5
+
+    unresponsive_name_server.release()
+    FakeDns(monkeypatch, PUBLIC_IPV4)
+    assert put(auth_client).status_code == 201
