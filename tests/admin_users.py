@@ -8,7 +8,7 @@ from django.test import Client
 from tests.factories import UserFactory
 
 
-def staff_client(*permissions: str) -> Client:
+def staff_client_with(*permissions: str) -> Client:
     """A client logged in as a staff user holding exactly `permissions` ("app_label.codename")."""
     user = UserFactory(is_staff=True)
     for permission in permissions:

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import ApiKey
-from tests.admin_users import post_action, staff_client
+from tests.admin_users import post_action, staff_client_with
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def test_view_only_staff_cannot_revoke_a_key(user):
     # given
     make_api_key(user)
     key = ApiKey.objects.get(user=user)
-    viewer = staff_client("accounts.view_apikey")
+    viewer = staff_client_with("accounts.view_apikey")
     assert viewer.get(CHANGELIST).status_code == 200
     # when
     post_action(viewer, CHANGELIST, "revoke_keys", [key.pk])
@@ -43,7 +43,7 @@ def test_view_only_staff_cannot_revoke_a_key(user):
 def test_staff_with_the_change_permission_revokes_a_key(user, client_for):
     secret = make_api_key(user)
     key = ApiKey.objects.get(user=user)
-    editor = staff_client("accounts.view_apikey", "accounts.change_apikey")
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
 
     post_action(editor, CHANGELIST, "revoke_keys", [key.pk])
 
@@ -54,7 +54,7 @@ def test_staff_with_the_change_permission_revokes_a_key(user, client_for):
 
 def test_admin_sets_an_expiry_at_creation():
     owner = UserFactory()
-    creator = staff_client("accounts.view_apikey", "accounts.add_apikey")
+    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
 
     response = creator.post(
         ADD, add_form(owner, expires_at_0="2099-03-04", expires_at_1="05:06:07")
@@ -67,7 +67,7 @@ def test_admin_sets_an_expiry_at_creation():
 
 def test_admin_refuses_an_expiry_in_the_past():
     owner = UserFactory()
-    creator = staff_client("accounts.view_apikey", "accounts.add_apikey")
+    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
     yesterday = timezone.now() - timedelta(days=1)
 
     response = creator.post(
@@ -87,7 +87,7 @@ def test_admin_refuses_an_expiry_in_the_past():
 def test_the_expiry_is_read_only_after_creation(user):
     make_api_key(user)
     key = ApiKey.objects.get(user=user)
-    page = staff_client("accounts.view_apikey", "accounts.change_apikey").get(
+    page = staff_client_with("accounts.view_apikey", "accounts.change_apikey").get(
         f"{CHANGELIST}{key.pk}/change/"
     )
     assert page.status_code == 200
@@ -98,7 +98,7 @@ def test_the_expiry_is_read_only_after_creation(user):
 
 def test_list_shows_the_expiry_beside_last_used(user):
     make_api_key(user)
-    html = staff_client("accounts.view_apikey").get(CHANGELIST).content.decode()
+    html = staff_client_with("accounts.view_apikey").get(CHANGELIST).content.decode()
     assert html.index("column-last_used_at") < html.index("column-expires_at")
 
 
@@ -120,7 +120,7 @@ def test_list_filters_expired_and_unused_keys(user):
         ApiKey.objects.filter(name="test").update(
             name=name, expires_at=expires_at, last_used_at=last_used_at
         )
-    viewer = staff_client("accounts.view_apikey")
+    viewer = staff_client_with("accounts.view_apikey")
     # then
     assert names_listed(viewer, "expiry=expired") == {"expired"}
     assert names_listed(viewer, "expiry=expires") == {"later"}
@@ -136,7 +136,7 @@ def test_a_new_current_store_chosen_in_the_admin_re_pins_the_key(user, store, cl
     doomed.delete()
     assert client_for(secret).get("/api/v2/permissions").status_code == 403
     key = ApiKey.objects.get(user=user)
-    editor = staff_client("accounts.view_apikey", "accounts.change_apikey")
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
     # when
     response = editor.post(
         f"{CHANGELIST}{key.pk}/change/",
@@ -160,7 +160,7 @@ def test_saving_a_key_without_choosing_a_store_keeps_it_refused(user, store, cli
     secret = make_api_key(user, current_store=doomed)
     doomed.delete()
     key = ApiKey.objects.get(user=user)
-    editor = staff_client("accounts.view_apikey", "accounts.change_apikey")
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
 
     editor.post(
         f"{CHANGELIST}{key.pk}/change/",

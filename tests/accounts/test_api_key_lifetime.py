@@ -140,7 +140,12 @@ def test_create_api_key_command_refuses_a_bad_expiry(user, args):
 def test_create_api_key_command_refuses_both_expiry_options(user):
     with pytest.raises(CommandError):
         run_create_api_key(
-            "--user", user.username, "--expires-at", "2099-01-01T00:00:00Z", "--expires-in-days", "3"
+            "--user",
+            user.username,
+            "--expires-at",
+            "2099-01-01T00:00:00Z",
+            "--expires-in-days",
+            "3",
         )
 
 
@@ -161,3 +166,19 @@ def test_deleting_the_current_store_marks_every_key_pinned_to_it(user, store, ho
     keys = ApiKey.objects.order_by("pk")
     marked = [(k.current_store_id, k.current_store_deleted_at is not None) for k in keys]
     assert marked == [(None, True), (None, True), (store.pk, False), (None, False)]
+
+
+def test_a_key_whose_current_store_was_deleted_is_refused_only_where_a_store_is_needed(
+    user, store, client_for
+):
+    doomed = MembershipFactory(user=user).store
+    secret = make_api_key(user, current_store=doomed)
+    doomed.delete()
+
+    coupons = client_for(secret).get("/api/v1/coupons")
+    me = client_for(secret).get("/api/v2/me")
+
+    assert coupons.status_code == 403
+    assert (coupons.json()["code"], coupons.json()["param"]) == ("forbidden", "X-STORE")
+    assert "was deleted" in coupons.json()["message"]
+    assert me.status_code == 200
