@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -15,7 +16,7 @@ from accounts.selectors import credential_for_api_key
 from accounts.services import api_key_create
 from config.api.errors import ValidationFailed
 from stores.models import Store
-from tests.factories import MembershipFactory, make_api_key
+from tests.factories import MembershipFactory, UserFactory, make_api_key
 
 pytestmark = pytest.mark.django_db
 
@@ -149,7 +150,7 @@ def test_create_api_key_command_refuses_both_expiry_options(user):
         )
 
 
-@pytest.mark.parametrize("how", ["instance", "queryset"])
+@pytest.mark.parametrize("how", ["instance", "queryset", "admin"])
 def test_deleting_the_current_store_marks_every_key_pinned_to_it(user, store, how):
     # given: two keys pinned to `doomed`, one pinned to `store`, one unpinned
     doomed = MembershipFactory(user=user).store
@@ -160,8 +161,16 @@ def test_deleting_the_current_store_marks_every_key_pinned_to_it(user, store, ho
     # when
     if how == "instance":
         doomed.delete()
-    else:
+    elif how == "queryset":
         Store.objects.filter(pk=doomed.pk).delete()
+    else:
+        # a superuser: deleting a store also deletes its memberships (their permission too)
+        deleter = Client()
+        deleter.force_login(UserFactory(is_staff=True, is_superuser=True))
+        delete_page = f"/admin/stores/store/{doomed.pk}/delete/"
+        assert deleter.get(delete_page).status_code == 200
+        assert deleter.post(delete_page, {"post": "yes"}).status_code == 302
+        assert not Store.objects.filter(pk=doomed.pk).exists()
     # then
     keys = ApiKey.objects.order_by("pk")
     marked = [(k.current_store_id, k.current_store_deleted_at is not None) for k in keys]
