@@ -1,12 +1,22 @@
+from datetime import timedelta
+
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
 
 from accounts.abilities import GRANTABLE_ABILITIES
+from accounts.admin_secrets import secret_shown_once_response
 from accounts.models import ApiKey, User
-from accounts.services import api_key_create, api_key_revoke
+from accounts.services import api_key_create, api_key_expiry_validate, api_key_revoke
+from config.api.errors import ValidationFailed
 
 admin.site.register(User, UserAdmin)
+
+# "Not used recently" in the usage filter: keys idle this long are candidates for revoking.
+IDLE_AFTER = timedelta(days=90)
 
 
 class ApiKeyForm(forms.ModelForm):
@@ -16,7 +26,55 @@ class ApiKeyForm(forms.ModelForm):
 
     class Meta:
         model = ApiKey
-        fields = ["user", "name", "abilities", "store_access", "stores", "current_store"]
+        fields = [
+            "user",
+            "name",
+            "abilities",
+            "store_access",
+            "stores",
+            "current_store",
+            "expires_at",
+        ]
+
+    def clean_expires_at(self):
+        try:
+            return api_key_expiry_validate(self.cleaned_data["expires_at"])
+        except ValidationFailed as error:
+            raise forms.ValidationError(error.errors["expires_at"]) from None
+
+
+class ExpiryFilter(admin.SimpleListFilter):
+    title = "expiry"
+    parameter_name = "expiry"
+
+    def lookups(self, request, model_admin):
+        return [("expired", "Expired"), ("expires", "Expires later"), ("never", "Never expires")]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == "expired":
+            return queryset.filter(expires_at__lte=now)
+        if self.value() == "expires":
+            return queryset.filter(expires_at__gt=now)
+        if self.value() == "never":
+            return queryset.filter(expires_at__isnull=True)
+        return queryset
+
+
+class UsageFilter(admin.SimpleListFilter):
+    title = "usage"
+    parameter_name = "usage"
+
+    def lookups(self, request, model_admin):
+        return [("never", "Never used"), ("idle", f"Not used in {IDLE_AFTER.days} days")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "never":
+            return queryset.filter(last_used_at__isnull=True)
+        if self.value() == "idle":
+            idle_since = timezone.now() - IDLE_AFTER
+            return queryset.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=idle_since))
+        return queryset
 
 
 @admin.register(ApiKey)
@@ -27,19 +85,42 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "prefix",
         "user",
         "store_access",
+        "current_store",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    ]
+    list_select_related = ["user", "current_store"]
+    list_filter = [
+        "store_access",
+        ExpiryFilter,
+        UsageFilter,
+        ("revoked_at", admin.EmptyFieldListFilter),
+    ]
+    search_fields = ["name", "prefix", "user__username", "user__email"]
+    readonly_fields = [
+        "prefix",
         "created_at",
         "last_used_at",
         "revoked_at",
+        "current_store_deleted_at",
     ]
-    list_filter = ["store_access", ("revoked_at", admin.EmptyFieldListFilter)]
-    search_fields = ["name", "prefix", "user__username", "user__email"]
-    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
     autocomplete_fields = ["user"]
     filter_horizontal = ["stores"]
     actions = ["revoke_keys"]
 
+    def get_readonly_fields(self, request, obj=None):
+        # The lifetime is fixed at creation; a longer one is a new key (rotation).
+        if obj is not None:
+            return [*self.readonly_fields, "expires_at"]
+        return self.readonly_fields
+
     def save_model(self, request, obj, form, change):
         if change:
+            if obj.current_store_id is not None:
+                # A new current store re-pins a key whose current store was deleted.
+                obj.current_store_deleted_at = None
             return super().save_model(request, obj, form, change)
         key, secret = api_key_create(
             user=form.cleaned_data["user"],
@@ -47,18 +128,26 @@ class ApiKeyAdmin(admin.ModelAdmin):
             abilities=form.cleaned_data["abilities"],
             store_access=form.cleaned_data["store_access"],
             current_store=form.cleaned_data["current_store"],
+            expires_at=form.cleaned_data["expires_at"],
         )
         obj.pk = key.pk
         obj.refresh_from_db()
-        messages.warning(
-            request, f"The new API key is {secret} — copy it now, it will not be shown again."
-        )
+        obj.secret_shown_once = secret
 
     def save_related(self, request, form, formsets, change):
         form.instance = ApiKey.objects.get(pk=form.instance.pk)
         super().save_related(request, form, formsets, change)
 
-    @admin.action(description="Revoke selected API keys")
+    def response_add(self, request, obj, post_url_continue=None):
+        return secret_shown_once_response(
+            self,
+            request,
+            title=f"New API key {obj.name}",
+            secrets=[(f"{obj.name} ({obj.user})", obj.secret_shown_once)],
+            continue_url=reverse("admin:accounts_apikey_change", args=[obj.pk]),
+        )
+
+    @admin.action(description="Revoke selected API keys", permissions=["change"])
     def revoke_keys(self, request, queryset):
         for key in queryset:
             api_key_revoke(api_key=key)

@@ -12,7 +12,8 @@ class BearerCredentialAuthentication(BaseAuthentication):
     """`Authorization: Bearer <token>`: an API key or an OAuth access token (RFC 6750 §2.1).
 
     Each resolver in BEARER_CREDENTIAL_RESOLVERS recognises its own tokens and returns
-    (user, Credential); request.auth is the Credential.
+    (user, Credential), or None; one that knows why it refuses a token (an expired API key)
+    raises AuthenticationFailed with that reason. request.auth is the Credential.
     """
 
     keyword = "Bearer"

@@ -18,6 +18,8 @@ class Credential:
     rate_limit_key: str
     selected_store_ids: frozenset[int] = field(default_factory=frozenset)
     current_store_id: int | None = None
+    # The key's current store was deleted and no other chosen since: no store without X-STORE.
+    current_store_deleted: bool = False
     api_key_id: int | None = None
     access_token_id: int | None = None
 

@@ -10,6 +10,20 @@ class User(AbstractUser):
     email = models.EmailField("email address", blank=True)
 
 
+def unpin_deleted_store(collector, field, sub_objs, using):
+    """on_delete of ApiKey.current_store: clears the pin and records when its store was deleted.
+
+    SET_NULL alone would make the key fall back to its first accessible store, silently moving
+    an integration to another store; the record makes stores.access refuse it (403) until a
+    new current store is chosen. `sub_objs` is evaluated (no `lazy_sub_objs`), so both
+    updates go by primary key and neither depends on the other's order.
+    """
+    collector.add_field_update(
+        field.model._meta.get_field("current_store_deleted_at"), timezone.now(), sub_objs
+    )
+    collector.add_field_update(field, None, sub_objs)
+
+
 class ApiKey(models.Model):
     """A secret for custom integrations: stored as a SHA-256 hash, shown once at creation."""
 
@@ -37,9 +51,19 @@ class ApiKey(models.Model):
         help_text="The stores a 'selected' key may use.",
     )
     current_store = models.ForeignKey(
-        "stores.Store", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "stores.Store", null=True, blank=True, on_delete=unpin_deleted_store, related_name="+"
+    )
+    current_store_deleted_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="When the key's current store was deleted. Until a new current store is "
+        "chosen, requests without X-STORE are refused (403).",
     )
     created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Refused (401) from this time on; empty: never expires."
+    )
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
@@ -49,6 +73,9 @@ class ApiKey(models.Model):
     def __str__(self):
         return f"{self.name} ({self.prefix}…)"
 
+    def is_expired(self, now=None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired()

@@ -1,4 +1,5 @@
 import secrets
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -9,6 +10,17 @@ from accounts.selectors import API_KEY_PREFIX, api_key_hash
 from config.api.errors import ValidationFailed
 
 
+def api_key_expiry_validate(expires_at: datetime | None) -> datetime | None:
+    """An expiry is optional and, when given, aware and in the future."""
+    if expires_at is None:
+        return None
+    if timezone.is_naive(expires_at):
+        raise ValidationFailed.field("expires_at", "must include a time zone")
+    if expires_at <= timezone.now():
+        raise ValidationFailed.field("expires_at", "must be in the future")
+    return expires_at
+
+
 def api_key_create(
     *,
     user: User,
@@ -17,8 +29,10 @@ def api_key_create(
     store_access: str = ApiKey.STORE_ACCESS_ALL,
     stores=(),
     current_store=None,
+    expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """Creates a key and returns it with its secret, which is never stored or shown again."""
+    api_key_expiry_validate(expires_at)
     unknown = sorted(set(abilities) - set(GRANTABLE_ABILITIES))
     if unknown:
         raise ValidationFailed.field("abilities", f"unknown abilities: {', '.join(unknown)}")
@@ -34,6 +48,7 @@ def api_key_create(
             abilities=list(abilities),
             store_access=store_access,
             current_store=current_store,
+            expires_at=expires_at,
         )
         if stores:
             key.stores.set(stores)

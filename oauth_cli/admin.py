@@ -74,7 +74,10 @@ class InstallationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.action(description="Disconnect (revoke codes and all token families)")
+    # Disconnecting deletes the installation, as the delete view does.
+    @admin.action(
+        description="Disconnect (revoke codes and all token families)", permissions=["delete"]
+    )
     def revoke_installations(self, request, queryset):
         count = sum(
             installation_revoke(installation_id=pk) for pk in queryset.values_list("pk", flat=True)
@@ -104,7 +107,7 @@ class TokenFamilyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.action(description="Revoke the selected token families")
+    @admin.action(description="Revoke the selected token families", permissions=["change"])
     def revoke_families(self, request, queryset):
         for pk in queryset.values_list("pk", flat=True):
             token_family_revoke(family_id=pk)

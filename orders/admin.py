@@ -8,9 +8,12 @@ from orders.services import order_complete, order_place
 
 
 class OrderPlaceForm(forms.ModelForm):
-    """Placing an order in the admin goes through `order_place` (coupon included)."""
+    """The fields of a new order. Validating it writes nothing: OrderAdmin.save_model places
+    the order through `order_place`, and a refusal of that service (an unusable coupon, a bad
+    currency) comes back here as `refusal`, shown as this form's errors."""
 
     coupon_code = forms.CharField(required=False, max_length=64)
+    refusal: ValidationFailed | None = None
 
     class Meta:
         model = Order
@@ -18,24 +21,15 @@ class OrderPlaceForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if self.errors:
-            return cleaned
-        try:
-            self.placed = order_place(
-                store=cleaned["store"],
-                subtotal_cents=cleaned["subtotal_cents"],
-                currency=cleaned["currency"],
-                coupon_code=cleaned.get("coupon_code") or None,
-            )
-        except ValidationFailed as error:
+        if self.refusal is not None:
             raise ValidationError(
                 {
                     name: messages_
-                    for name, messages_ in (error.errors or {}).items()
+                    for name, messages_ in (self.refusal.errors or {}).items()
                     if name in self.fields
                 }
-                or error.message
-            ) from None
+                or self.refusal.message
+            )
         return cleaned
 
 
@@ -47,10 +41,23 @@ class OrderAdmin(admin.ModelAdmin):
     list_select_related = ["store", "coupon"]
     actions = ["complete_orders"]
 
+    def add_view(self, request, form_url="", extra_context=None):
+        try:
+            return super().add_view(request, form_url, extra_context)
+        except ValidationFailed as refusal:
+            # order_place refused in save_model and the add view's transaction rolled back:
+            # show the same submission again, with the refusal as the form's errors.
+            request.order_place_refusal = refusal
+            return super().add_view(request, form_url, extra_context)
+
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:
             kwargs["form"] = OrderPlaceForm
-        return super().get_form(request, obj, change=change, **kwargs)
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is None:
+            # get_form builds a new class per call, so the refusal stays with this request.
+            form.refusal = getattr(request, "order_place_refusal", None)
+        return form
 
     def get_fields(self, request, obj=None):
         if obj is None:
@@ -62,15 +69,22 @@ class OrderAdmin(admin.ModelAdmin):
         return [] if obj is None else [field.name for field in Order._meta.fields]
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.pk = form.placed.pk
-            obj.refresh_from_db()
+        if change:
+            return  # every field is read-only; changes go through the actions
+        placed = order_place(
+            store=form.cleaned_data["store"],
+            subtotal_cents=form.cleaned_data["subtotal_cents"],
+            currency=form.cleaned_data["currency"],
+            coupon_code=form.cleaned_data.get("coupon_code") or None,
+        )
+        obj.pk = placed.pk
+        obj.refresh_from_db()
 
     def save_related(self, request, form, formsets, change):
         if change:
             super().save_related(request, form, formsets, change)
 
-    @admin.action(description="Complete order")
+    @admin.action(description="Complete order", permissions=["change"])
     def complete_orders(self, request, queryset):
         completed = 0
         for order in queryset:

@@ -57,6 +57,13 @@ def resolve_store_context(request) -> StoreContext:
                 "with X-STORE or change the key's current store.",
                 param=STORE_HEADER,
             )
+    elif credential.current_store_deleted:
+        # Same rule for a pinned store that is gone: never fall back to another store.
+        raise Forbidden(
+            "The API key's current store was deleted; select a store with X-STORE or give "
+            "the key a new current store.",
+            param=STORE_HEADER,
+        )
     else:
         membership = membership_first(credential=credential)
         if membership is None:

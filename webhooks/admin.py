@@ -2,7 +2,10 @@
 and a replay action. Every change goes through webhooks.services."""
 
 from django.contrib import admin, messages
+from django.contrib.auth import get_permission_codename
+from django.urls import reverse
 
+from accounts.admin_secrets import secret_shown_once_response
 from config.api.errors import ApiError
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (
@@ -35,28 +38,31 @@ class WebhookDestinationAdmin(admin.ModelAdmin):
         # Created through PUT /api/v2/webhook-destination, which validates the URL (SSRF).
         return False
 
-    @admin.action(description="Enable the selected destinations")
+    @admin.action(description="Enable the selected destinations", permissions=["change"])
     def enable(self, request, queryset):
         for destination in queryset:
             destination_enabled_set(destination=destination, enabled=True)
         self.message_user(request, f"Enabled {queryset.count()} destination(s).")
 
-    @admin.action(description="Disable the selected destinations")
+    @admin.action(description="Disable the selected destinations", permissions=["change"])
     def disable(self, request, queryset):
         for destination in queryset:
             destination_enabled_set(destination=destination, enabled=False)
         self.message_user(request, f"Disabled {queryset.count()} destination(s).")
 
-    @admin.action(description="Rotate the signing secret")
+    @admin.action(description="Rotate the signing secret", permissions=["change"])
     def rotate_secret(self, request, queryset):
-        for destination in queryset:
+        secrets = []
+        for destination in queryset.select_related("store"):
             rotated = destination_secret_rotate(store=destination.store)
-            self.message_user(
-                request,
-                f"New secret of {destination.store.slug}: {rotated.secret} — copy it now, it "
-                "will not be shown again.",
-                level=messages.WARNING,
-            )
+            secrets.append((destination.store.slug, rotated.secret))
+        return secret_shown_once_response(
+            self,
+            request,
+            title="New signing secrets",
+            secrets=secrets,
+            continue_url=reverse("admin:webhooks_webhookdestination_changelist"),
+        )
 
 
 class WebhookDeliveryAttemptInline(admin.TabularInline):
@@ -98,7 +104,14 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.action(description="Replay (send the event again as a new delivery)")
+    def has_replay_permission(self, request):
+        # A replay adds a delivery; the add form itself stays off (deliveries come from events).
+        codename = get_permission_codename("add", self.opts)
+        return request.user.has_perm(f"{self.opts.app_label}.{codename}")
+
+    @admin.action(
+        description="Replay (send the event again as a new delivery)", permissions=["replay"]
+    )
     def replay(self, request, queryset):
         for delivery in queryset.select_related("store"):
             try:

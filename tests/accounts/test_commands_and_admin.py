@@ -1,15 +1,16 @@
 """Key issuance outside the API: manage.py create_api_key, seed_demo, and the Django admin."""
 
+import re
 from io import StringIO
 
 import pytest
-from django.contrib.messages import get_messages
 from django.core.management import CommandError, call_command
 from django.test import Client
 
 from accounts.models import ApiKey
 from accounts.selectors import api_key_hash
 from stores.models import Membership
+from tests.admin_users import cookies_carry, sessions_carry
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -88,17 +89,18 @@ def test_admin_creates_a_key_and_shows_the_secret_once():
             "abilities": ["account:read", "coupon"],
             "store_access": "all",
         },
-        follow=True,
     )
-    # then
+    # then: the secret is in this one uncached page, and nowhere else
     assert response.status_code == 200
-    messages = [str(m) for m in get_messages(response.wsgi_request)]
-    shown = [m for m in messages if m.startswith("The new API key is")]
-    assert len(shown) == 1
-    secret = "sf_" + shown[0].split("sf_")[1].split()[0]
+    assert "no-store" in response["Cache-Control"]
+    page = response.content.decode()
+    secret = re.search(r"<code>(sf_[A-Za-z0-9_-]{40})</code>", page).group(1)
     key = ApiKey.objects.get(user=owner)
     assert key.key_hash == api_key_hash(secret)
     assert key.abilities == ["account:read", "coupon"]
+    assert not cookies_carry(response, client, secret)
+    assert not sessions_carry(secret)
+    assert f'href="/admin/accounts/apikey/{key.pk}/change/"' in page
     assert secret not in client.get(f"/admin/accounts/apikey/{key.pk}/change/").content.decode()
 
 

@@ -7,6 +7,7 @@ from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.services import cli_application_ensure
+from tests.admin_users import post_action, staff_client_with
 from tests.factories import UserFactory
 from tests.oauth_cli.flow import approve, authorize_params
 
@@ -124,3 +125,55 @@ def test_staff_revoke_a_token_family(tokens):
         api.get("/api/v2/me", HTTP_AUTHORIZATION=f"Bearer {tokens['access_token']}").status_code
         == 401
     )
+
+
+INSTALLATIONS = "/admin/oauth_cli/installation/"
+FAMILIES = "/admin/oauth_cli/tokenfamily/"
+
+
+def test_view_only_staff_cannot_disconnect_an_installation(tokens, user):
+    installation = Installation.objects.get(user=user)
+    viewer = staff_client_with("oauth_cli.view_installation")
+    assert viewer.get(INSTALLATIONS).status_code == 200
+
+    post_action(viewer, INSTALLATIONS, "revoke_installations", [installation.pk])
+
+    assert Installation.objects.filter(pk=installation.pk).exists()
+    assert AccessToken.objects.exists()
+
+
+def test_staff_with_the_delete_permission_disconnect_an_installation(tokens, user):
+    installation = Installation.objects.get(user=user)
+    editor = staff_client_with("oauth_cli.view_installation", "oauth_cli.delete_installation")
+
+    post_action(editor, INSTALLATIONS, "revoke_installations", [installation.pk])
+
+    assert not Installation.objects.exists()
+    assert not AccessToken.objects.exists()
+
+
+def test_view_only_staff_cannot_revoke_a_token_family(tokens):
+    family = TokenFamily.objects.get()
+    viewer = staff_client_with("oauth_cli.view_tokenfamily")
+    assert viewer.get(FAMILIES).status_code == 200
+
+    post_action(viewer, FAMILIES, "revoke_families", [family.pk])
+
+    family.refresh_from_db()
+    assert family.revoked_at is None
+    api = Client()
+    assert (
+        api.get("/api/v2/me", HTTP_AUTHORIZATION=f"Bearer {tokens['access_token']}").status_code
+        == 200
+    )
+
+
+def test_staff_with_the_change_permission_revoke_a_token_family(tokens):
+    family = TokenFamily.objects.get()
+    editor = staff_client_with("oauth_cli.view_tokenfamily", "oauth_cli.change_tokenfamily")
+
+    post_action(editor, FAMILIES, "revoke_families", [family.pk])
+
+    family.refresh_from_db()
+    assert family.revoked_at is not None
+    assert not AccessToken.objects.exists()

@@ -5,8 +5,10 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from events.models import Event
+from orders.admin import OrderPlaceForm
 from orders.models import Order
 from orders.services import order_complete, order_place
+from tests.admin_users import post_action, staff_client_with
 from tests.factories import CouponFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -132,3 +134,79 @@ def test_admin_order_change_page_is_read_only(admin_client, store):
     page = admin_client.get(f"/admin/orders/order/{order.pk}/change/")
     assert page.status_code == 200
     assert 'name="total_cents"' not in page.content.decode()
+
+
+ORDERS = "/admin/orders/order/"
+
+
+def test_view_only_staff_cannot_complete_an_order(store):
+    order = order_place(store=store, subtotal_cents=500)
+    viewer = staff_client_with("orders.view_order")
+    assert viewer.get(ORDERS).status_code == 200
+
+    post_action(viewer, ORDERS, "complete_orders", [order.pk])
+
+    order.refresh_from_db()
+    assert order.status == Order.STATUS_PENDING
+    assert not Event.objects.exists()
+
+
+def test_staff_with_the_change_permission_complete_an_order(store):
+    order = order_place(store=store, subtotal_cents=500)
+    editor = staff_client_with("orders.view_order", "orders.change_order")
+
+    post_action(editor, ORDERS, "complete_orders", [order.pk])
+
+    order.refresh_from_db()
+    assert order.status == Order.STATUS_COMPLETED
+    assert Event.objects.filter(type="order.completed", subject_id=str(order.pk)).count() == 1
+
+
+def test_validating_the_order_form_places_nothing(store):
+    # given: a valid order with a usable coupon
+    coupon = CouponFactory(store=store, code="ONCE", limit=1)
+    form = OrderPlaceForm(
+        data={"store": store.pk, "subtotal_cents": 5000, "currency": "USD", "coupon_code": "ONCE"}
+    )
+    # when
+    assert form.is_valid(), form.errors
+    # then
+    assert not Order.objects.exists()
+    coupon.refresh_from_db()
+    assert coupon.times_used == 0
+
+
+def test_staff_with_the_add_permission_place_an_order(store):
+    creator = staff_client_with("orders.view_order", "orders.add_order")
+    response = creator.post(
+        f"{ORDERS}add/", {"store": store.pk, "subtotal_cents": 700, "currency": "EUR"}
+    )
+    assert response.status_code == 302
+    assert Order.objects.get().total_cents == 700
+
+
+def test_admin_add_shows_a_used_up_coupon_with_the_submitted_values(admin_client, store):
+    # given
+    coupon = CouponFactory(store=store, code="GONE", limit=1, times_used=1)
+    # when
+    response = admin_client.post(
+        f"{ORDERS}add/",
+        {"store": store.pk, "subtotal_cents": 4321, "currency": "USD", "coupon_code": "GONE"},
+    )
+    # then: the form again, with the refusal and what was entered; nothing written
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "has reached its usage limit" in page
+    assert 'value="4321"' in page
+    assert not Order.objects.exists()
+    coupon.refresh_from_db()
+    assert coupon.times_used == 1
+
+
+def test_admin_add_shows_a_currency_the_service_refuses_on_its_field(admin_client, store):
+    response = admin_client.post(
+        f"{ORDERS}add/", {"store": store.pk, "subtotal_cents": 100, "currency": "usd"}
+    )
+    assert response.status_code == 200
+    assert "must be a three-letter uppercase ISO 4217 code" in response.content.decode()
+    assert not Order.objects.exists()

@@ -78,12 +78,20 @@ def test_current_store_outside_the_keys_selected_stores_is_403(user, store, clie
     assert_store_forbidden(client_for(secret).get(AREA_URL))
 
 
-def test_current_store_deleted_counts_as_no_current_store(user, store, client_for):
-    # The key's current_store is SET_NULL on deletion: nothing is selected any more.
+def test_current_store_deleted_is_403_not_another_store(user, store, client_for):
+    # given: a key pinned to `second`; the user also belongs to `store` (lower id)
     second = MembershipFactory(user=user).store
     secret = make_api_key(user, current_store=second)
+    # when
     second.delete()
-    assert resolved_store(client_for(secret).get(AREA_URL)) == store.slug
+    # then: refused until re-pinned, never moved to `store`
+    body = assert_store_forbidden(client_for(secret).get(AREA_URL))
+    assert body["message"] == (
+        "The API key's current store was deleted; select a store with X-STORE or give the key "
+        "a new current store."
+    )
+    # naming an accessible store explicitly still works
+    assert resolved_store(client_for(secret, HTTP_X_STORE=store.slug).get(AREA_URL)) == store.slug
 
 
 def test_unknown_and_inaccessible_slugs_answer_the_same(auth_client, other_store):

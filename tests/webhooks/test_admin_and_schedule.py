@@ -6,7 +6,8 @@ from django.utils import timezone
 
 from events.models import Event
 from events.services import events_prune
-from tests.factories import UserFactory
+from tests.admin_users import cookies_carry, post_action, sessions_carry, staff_client_with
+from tests.factories import MembershipFactory, UserFactory
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
@@ -113,3 +114,95 @@ def test_admin_disable_enable_and_rotate(staff_client, store, receiver):
     assert destination.secret != secret and destination.previous_secret == secret
     assert destination.secret in response.content.decode()
     assert WebhookDestination.objects.count() == 1
+
+
+DESTINATIONS = "/admin/webhooks/webhookdestination/"
+DELIVERIES = "/admin/webhooks/webhookdelivery/"
+
+
+def destination_state(destination):
+    destination.refresh_from_db()
+    return (destination.enabled, destination.disabled_reason, destination.secret)
+
+
+@pytest.mark.parametrize(
+    ("action", "enabled"),
+    [("enable", False), ("disable", True), ("rotate_secret", True)],
+)
+def test_view_only_staff_cannot_run_destination_actions(store, receiver, action, enabled):
+    # given
+    destination = destination_for(store, receiver.url, enabled=enabled)
+    before = destination_state(destination)
+    viewer = staff_client_with("webhooks.view_webhookdestination")
+    assert viewer.get(DESTINATIONS).status_code == 200
+    # when
+    response = post_action(viewer, DESTINATIONS, action, [destination.pk])
+    # then
+    assert destination_state(destination) == before
+    assert destination.secret not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("action", "enabled", "changed"),
+    [
+        ("enable", False, lambda d: d.enabled),
+        ("disable", True, lambda d: not d.enabled),
+        ("rotate_secret", True, lambda d: d.previous_secret != ""),
+    ],
+)
+def test_staff_with_the_change_permission_run_destination_actions(
+    store, receiver, action, enabled, changed
+):
+    destination = destination_for(store, receiver.url, enabled=enabled)
+    editor = staff_client_with(
+        "webhooks.view_webhookdestination", "webhooks.change_webhookdestination"
+    )
+
+    post_action(editor, DESTINATIONS, action, [destination.pk])
+
+    destination.refresh_from_db()
+    assert changed(destination)
+
+
+def test_a_rotated_secret_is_shown_once_uncached_and_never_in_a_cookie(store, receiver):
+    # given
+    destination = destination_for(store, receiver.url)
+    other = destination_for(MembershipFactory().store, receiver.url)
+    editor = staff_client_with(
+        "webhooks.view_webhookdestination", "webhooks.change_webhookdestination"
+    )
+    # when
+    response = post_action(editor, DESTINATIONS, "rotate_secret", [destination.pk, other.pk])
+    # then
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    page = response.content.decode()
+    for rotated in (destination, other):
+        rotated.refresh_from_db()
+        assert rotated.secret.startswith("whsec_") and rotated.secret in page
+        assert rotated.store.slug in page
+        assert not cookies_carry(response, editor, rotated.secret)
+        assert not sessions_carry(rotated.secret)
+        assert rotated.secret not in editor.get(DESTINATIONS).content.decode()
+
+
+def test_view_only_staff_cannot_replay_a_delivery(store, receiver):
+    destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    viewer = staff_client_with("webhooks.view_webhookdelivery")
+    assert viewer.get(DELIVERIES).status_code == 200
+
+    post_action(viewer, DELIVERIES, "replay", [delivery.pk])
+
+    assert list(WebhookDelivery.objects.values_list("pk", flat=True)) == [delivery.pk]
+
+
+def test_staff_who_may_add_deliveries_replay_one(store, receiver):
+    destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    replayer = staff_client_with("webhooks.view_webhookdelivery", "webhooks.add_webhookdelivery")
+
+    post_action(replayer, DELIVERIES, "replay", [delivery.pk])
+
+    replays = WebhookDelivery.objects.exclude(pk=delivery.pk)
+    assert [(r.event_id, r.status) for r in replays] == [(delivery.event_id, "pending")]

@@ -1,0 +1,32 @@
+"""The admin page that shows a new secret once (a new API key, a new webhook signing secret).
+
+Rendered as the answer to the POST that made the secret, with `Cache-Control: no-store`: the
+secret is in that one response body only. A message would put it in the `messages` cookie
+(signed, not encrypted) or in the session table, and a redirect would carry it into a later
+request; a cached page would keep it on disk.
+"""
+
+from django.contrib.admin import ModelAdmin
+from django.template.response import TemplateResponse
+from django.utils.cache import add_never_cache_headers
+
+
+def secret_shown_once_response(
+    model_admin: ModelAdmin,
+    request,
+    *,
+    title: str,
+    secrets: list[tuple[str, str]],
+    continue_url: str,
+) -> TemplateResponse:
+    """`secrets`: (what it is for, the secret) pairs."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "title": title,
+        "secrets": secrets,
+        "continue_url": continue_url,
+    }
+    response = TemplateResponse(request, "admin/secret_shown_once.html", context)
+    add_never_cache_headers(response)  # max-age=0, no-cache, no-store, must-revalidate, private
+    return response

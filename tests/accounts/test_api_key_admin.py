@@ -1,0 +1,172 @@
+"""The API key admin: revoking needs the change permission, the expiry is set at creation and
+shown and filtered in the list, and a key whose current store was deleted is re-pinned here."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from tests.admin_users import post_action, staff_client_with
+from tests.factories import MembershipFactory, UserFactory, make_api_key
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "/admin/accounts/apikey/"
+ADD = "/admin/accounts/apikey/add/"
+
+
+def add_form(owner, **fields):
+    return {
+        "user": owner.pk,
+        "name": "ci",
+        "abilities": ["account:read"],
+        "store_access": "all",
+        **fields,
+    }
+
+
+def test_view_only_staff_cannot_revoke_a_key(user):
+    # given
+    make_api_key(user)
+    key = ApiKey.objects.get(user=user)
+    viewer = staff_client_with("accounts.view_apikey")
+    assert viewer.get(CHANGELIST).status_code == 200
+    # when
+    post_action(viewer, CHANGELIST, "revoke_keys", [key.pk])
+    # then
+    key.refresh_from_db()
+    assert key.revoked_at is None
+    assert "revoke_keys" not in viewer.get(CHANGELIST).content.decode()
+
+
+def test_staff_with_the_change_permission_revokes_a_key(user, client_for):
+    secret = make_api_key(user)
+    key = ApiKey.objects.get(user=user)
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
+
+    post_action(editor, CHANGELIST, "revoke_keys", [key.pk])
+
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert client_for(secret).get("/api/v2/me").status_code == 401
+
+
+def test_admin_sets_an_expiry_at_creation():
+    owner = UserFactory()
+    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
+
+    response = creator.post(
+        ADD, add_form(owner, expires_at_0="2099-03-04", expires_at_1="05:06:07")
+    )
+
+    assert response.status_code == 200
+    key = ApiKey.objects.get(user=owner)
+    assert key.expires_at.isoformat() == "2099-03-04T05:06:07+00:00"
+
+
+def test_admin_refuses_an_expiry_in_the_past():
+    owner = UserFactory()
+    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
+    yesterday = timezone.now() - timedelta(days=1)
+
+    response = creator.post(
+        ADD,
+        add_form(
+            owner,
+            expires_at_0=yesterday.strftime("%Y-%m-%d"),
+            expires_at_1=yesterday.strftime("%H:%M:%S"),
+        ),
+    )
+
+    assert response.status_code == 200
+    assert "must be in the future" in response.content.decode()
+    assert not ApiKey.objects.exists()
+
+
+def test_the_expiry_is_read_only_after_creation(user):
+    make_api_key(user)
+    key = ApiKey.objects.get(user=user)
+    page = staff_client_with("accounts.view_apikey", "accounts.change_apikey").get(
+        f"{CHANGELIST}{key.pk}/change/"
+    )
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'name="name"' in html
+    assert 'name="expires_at_0"' not in html
+
+
+def test_list_shows_the_expiry_beside_last_used(user):
+    make_api_key(user)
+    html = staff_client_with("accounts.view_apikey").get(CHANGELIST).content.decode()
+    assert html.index("column-last_used_at") < html.index("column-expires_at")
+
+
+def names_listed(client, query: str) -> set[str]:
+    html = client.get(f"{CHANGELIST}?{query}").content.decode()
+    return {name for name in ("expired", "later", "forever", "idle") if f">{name}<" in html}
+
+
+def test_list_filters_expired_and_unused_keys(user):
+    # given
+    now = timezone.now()
+    for name, expires_at, last_used_at in [
+        ("expired", now - timedelta(days=1), now - timedelta(days=2)),
+        ("later", now + timedelta(days=1), now),
+        ("forever", None, None),
+        ("idle", None, now - timedelta(days=91)),
+    ]:
+        make_api_key(user)
+        ApiKey.objects.filter(name="test").update(
+            name=name, expires_at=expires_at, last_used_at=last_used_at
+        )
+    viewer = staff_client_with("accounts.view_apikey")
+    # then
+    assert names_listed(viewer, "expiry=expired") == {"expired"}
+    assert names_listed(viewer, "expiry=expires") == {"later"}
+    assert names_listed(viewer, "expiry=never") == {"forever", "idle"}
+    assert names_listed(viewer, "usage=never") == {"forever"}
+    assert names_listed(viewer, "usage=idle") == {"forever", "idle"}
+
+
+def test_a_new_current_store_chosen_in_the_admin_re_pins_the_key(user, store, client_for):
+    # given: the key's current store was deleted, so the key is refused without X-STORE
+    doomed = MembershipFactory(user=user).store
+    secret = make_api_key(user, current_store=doomed)
+    doomed.delete()
+    assert client_for(secret).get("/api/v2/permissions").status_code == 403
+    key = ApiKey.objects.get(user=user)
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
+    # when
+    response = editor.post(
+        f"{CHANGELIST}{key.pk}/change/",
+        {
+            "user": user.pk,
+            "name": key.name,
+            "abilities": ["*"],
+            "store_access": "all",
+            "current_store": store.pk,
+        },
+    )
+    # then
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert (key.current_store_id, key.current_store_deleted_at) == (store.pk, None)
+    assert client_for(secret).get("/api/v2/permissions").status_code == 200
+
+
+def test_saving_a_key_without_choosing_a_store_keeps_it_refused(user, store, client_for):
+    doomed = MembershipFactory(user=user).store
+    secret = make_api_key(user, current_store=doomed)
+    doomed.delete()
+    key = ApiKey.objects.get(user=user)
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
+
+    editor.post(
+        f"{CHANGELIST}{key.pk}/change/",
+        {"user": user.pk, "name": "renamed", "abilities": ["*"], "store_access": "all"},
+    )
+
+    key.refresh_from_db()
+    assert key.name == "renamed" and key.current_store_deleted_at is not None
+    assert client_for(secret).get("/api/v2/permissions").status_code == 403
