@@ -12,6 +12,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 # Fixed, not from the environment: a BASE_URL exported for curl must not change test URLs.
 BASE_URL = "http://testserver"
+OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 # APIClient sends JSON unless a test says otherwise (the API accepts nothing else).
 REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405
