@@ -16,3 +16,6 @@ OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F4
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 # APIClient sends JSON unless a test says otherwise (the API accepts nothing else).
 REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405
+# The live server of the end-to-end tests speaks plain HTTP, where clients drop Secure cookies.
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
