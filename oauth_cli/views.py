@@ -317,8 +317,8 @@ class CliLoginView(LoginView):
 def locked_out_response(request, original_response=None, credentials=None):
     """django-axes' answer when a sign-in limit is reached (AXES_LOCKOUT_CALLABLE), on both
     sign-in pages: 429, the same page whichever limit it was and whether the username exists."""
-    minutes = settings.LOGIN_LOCKOUT_MINUTES
-    context = {"lockout_minutes": minutes, "csp_nonce": secrets.token_urlsafe(16)}
+    seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
+    context = {"lockout_minutes": -(-seconds // 60), "csp_nonce": secrets.token_urlsafe(16)}
     response = render(request, "registration/locked_out.html", context, status=429)
-    response["Retry-After"] = str(minutes * 60)
+    response["Retry-After"] = str(seconds)
     return _protect_page(response, nonce=context["csp_nonce"])

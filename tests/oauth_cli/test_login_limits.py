@@ -137,7 +137,10 @@ def test_behind_a_proxy_each_client_has_its_own_address_limit(staff):
 def test_the_lockout_ends_after_the_cool_off(staff):
     with override_settings(AXES_COOLOFF_TIME=timedelta(seconds=1)):
         fail(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
-        assert sign_in(CLI_LOGIN, "alice", "password").status_code == 429
+        locked = sign_in(CLI_LOGIN, "alice", "password")
+        assert locked.status_code == 429
+        assert locked["Retry-After"] == "1"
+        assert "Try again in 1 minute." in locked.content.decode()
 
         time.sleep(1.5)
 
