@@ -26,9 +26,6 @@ install: $(DEV_STAMP)
 run: export PORT := $(PORT)
 run: export BASE_URL ?= http://127.0.0.1:$(PORT)
 run: $(RUN_STAMP)
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py ensure_cli_client
-	$(BIN)/python manage.py seed_demo
 	bin/run-dev
 
 # System packages the suite needs (PostgreSQL, Redis, Chromium), installed only when missing.

@@ -3,7 +3,8 @@ import os
 from celery import Celery
 from celery.signals import task_postrun, task_prerun
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+# Secure by default, as manage.py and config.wsgi: `make run` chooses the dev settings.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
 app = Celery("storefront")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -19,6 +19,7 @@ from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
 
+from config.api.client_address import client_address
 from config.api.errors import json_error
 from config.api.ratelimit import rate_limit_consume
 from config.api.views import EnvelopeMethodNotAllowedMixin, require_get
@@ -35,8 +36,8 @@ logger = logging.getLogger(__name__)
 
 def rate_limited_response(request, endpoint: str):
     """Per client IP budget on the protocol endpoints (DESIGN.md); None when within it."""
-    ip = request.META.get("REMOTE_ADDR", "unknown")
-    state = rate_limit_consume(f"oauth:{endpoint}:{ip}", settings.OAUTH_RATE_LIMIT_PER_MINUTE)
+    bucket = f"oauth:{endpoint}:{client_address(request)}"
+    state = rate_limit_consume(bucket, settings.OAUTH_RATE_LIMIT_PER_MINUTE)
     if state is None or not state.exceeded:
         return None
     return json_error(
@@ -98,6 +99,7 @@ def authorization_server_metadata(request):
             "token_endpoint_auth_methods_supported": ["none"],
             "revocation_endpoint_auth_methods_supported": ["none"],
             "scopes_supported": [settings.OAUTH_SCOPE_ADMIN],
+            "authorization_response_iss_parameter_supported": True,
         }
     )
     response["Cache-Control"] = "public, max-age=3600"
@@ -310,3 +312,13 @@ class CliLoginView(LoginView):
         response = super().render_to_response(context, **response_kwargs)
         # same-origin, not no-referrer: the sign-in POST must carry a real Origin for CSRF.
         return _protect_page(response, nonce=context["csp_nonce"], referrer_policy="same-origin")
+
+
+def locked_out_response(request, original_response=None, credentials=None):
+    """django-axes' answer when a sign-in limit is reached (AXES_LOCKOUT_CALLABLE), on both
+    sign-in pages: 429, the same page whichever limit it was and whether the username exists."""
+    seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
+    context = {"lockout_minutes": -(-seconds // 60), "csp_nonce": secrets.token_urlsafe(16)}
+    response = render(request, "registration/locked_out.html", context, status=429)
+    response["Retry-After"] = str(seconds)
+    return _protect_page(response, nonce=context["csp_nonce"])

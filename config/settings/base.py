@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("STOREFRONT_VAR_DIR", BASE_DIR / "var"))
@@ -22,12 +23,23 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def env_count(name: str, default: int) -> int:
+    """A whole number >= 0 from the environment; anything else stops the process at start."""
+    value = os.environ.get(name, str(default)).strip()
+    if not value.isascii() or not value.isdigit():
+        raise ImproperlyConfigured(f"{name} must be a whole number >= 0, not {value!r}.")
+    return int(value)
+
+
 INSECURE_DEFAULT_SECRET_KEY = "insecure-storefront-development-key-change-me"
 SECRET_KEY = os.environ.get("SECRET_KEY", INSECURE_DEFAULT_SECRET_KEY)
 DEBUG = env_bool("DEBUG", False)
 BASE_URL = os.environ.get("BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 STOREFRONT_DOMAIN = os.environ.get("STOREFRONT_DOMAIN", "storefront.test")
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h]
+# Session and CSRF cookies only over HTTPS unless SECURE_COOKIES=false (bin/run-dev, plain HTTP).
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
+CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -42,6 +54,8 @@ INSTALLED_APPS = [
     # ReDoc for /api/docs/ as static files, pinned with the package: no CDN at run time.
     "drf_spectacular_sidecar",
     "oauth2_provider",
+    # Sign-in failure limits (config/settings/logins.py).
+    "axes",
     "config.api",
     "accounts",
     "stores",
@@ -63,6 +77,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.api.middleware.RateLimitHeadersMiddleware",
     "config.api.middleware.AllowHeaderMiddleware",
+    # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -130,6 +146,9 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     # No OPTIONS metadata: OPTIONS answers 405 like any method a path does not document.
     "DEFAULT_METADATA_CLASS": None,
+    # Trusted reverse proxies in front of the app; config.api.client_address reads it for every
+    # per-address limit. 0: X-Forwarded-For is ignored.
+    "NUM_PROXIES": env_count("NUM_PROXIES", 0),
 }
 
 SPECTACULAR_SETTINGS = {
@@ -198,8 +217,13 @@ API_BEAT_SCHEDULE = {
 
 # Each area keeps its settings in config/settings/<area>.py.
 from config.settings.events import *  # noqa: E402, F403
+from config.settings.logins import *  # noqa: E402, F403
 from config.settings.oauth import *  # noqa: E402, F403
 from config.settings.webhooks import *  # noqa: E402, F403
+
+# The `iss` of authorization responses (RFC 9207) is the issuer of /.well-known (BASE_URL),
+# not a value derived from each request's Host header.
+OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F405
 
 CELERY_BEAT_SCHEDULE = {
     **API_BEAT_SCHEDULE,

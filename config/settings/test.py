@@ -12,6 +12,10 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 # Fixed, not from the environment: a BASE_URL exported for curl must not change test URLs.
 BASE_URL = "http://testserver"
+OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 # APIClient sends JSON unless a test says otherwise (the API accepts nothing else).
 REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405
+# The live server of the end-to-end tests speaks plain HTTP, where clients drop Secure cookies.
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False

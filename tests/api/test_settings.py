@@ -1,11 +1,17 @@
-"""Production settings refuse the default secret key (DESIGN.md "Configuration")."""
+"""Settings: production refuses an unsafe environment and passes `check --deploy`; a process
+started without DJANGO_SETTINGS_MODULE is a production one; dev relaxations are opt-ins."""
 
+import json
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent.parent
+RANDOM_KEY = secrets.token_urlsafe(50)
 LOAD_SETTINGS = (
     "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
 )
@@ -24,8 +30,53 @@ def run_python(script: str, *, env: dict, cwd: Path = ROOT) -> subprocess.Comple
 
 def load_production(**env):
     environment = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
-    environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings.production", ALLOWED_HOSTS="api.example.com"
+    )
+    environment.update(env)
     return run_python(LOAD_SETTINGS, env=environment)
+
+
+# The environment README.md "Production" documents (REDIS_URL and DATABASE_URL: the test ones).
+RELAXATIONS = ("DEBUG", "SECURE_COOKIES", "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "NUM_PROXIES")
+
+
+def production_environment(**env) -> dict:
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"SECRET_KEY", "ALLOWED_HOSTS", "BASE_URL", *RELAXATIONS}
+    }
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        SECRET_KEY=RANDOM_KEY,
+        ALLOWED_HOSTS="api.example.com",
+        BASE_URL="https://api.example.com",
+        STOREFRONT_DOMAIN="example.com",
+    )
+    environment.update(env)
+    return {k: v for k, v in environment.items() if v is not None}
+
+
+def settings_of(environment: dict, *names: str) -> dict:
+    script = (
+        "import json, django; django.setup(); from django.conf import settings; "
+        f"print(json.dumps({{n: getattr(settings, n, None) for n in {list(names)!r}}}))"
+    )
+    result = run_python(script, env=environment)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def manage(*args: str, environment: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_production_refuses_the_default_secret_key():
@@ -39,8 +90,13 @@ def test_production_refuses_a_short_secret_key():
     assert load_production(SECRET_KEY="short").returncode != 0
 
 
+@pytest.mark.parametrize("key", ["x" * 60, "abcd" * 20, "django-insecure-" + RANDOM_KEY])
+def test_production_refuses_a_key_django_deems_weak(key):
+    assert load_production(SECRET_KEY=key).returncode != 0
+
+
 def test_production_starts_with_a_real_secret_key():
-    result = load_production(SECRET_KEY="x" * 50)
+    result = load_production(SECRET_KEY=RANDOM_KEY)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
@@ -63,3 +119,153 @@ def test_the_embedded_broker_keeps_its_files_under_the_var_dir(tmp_path):
     assert result.returncode == 0, result.stderr
     assert list(cwd.iterdir()) == []
     assert (var_dir / "broker" / "control").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"ALLOWED_HOSTS": None}, "ALLOWED_HOSTS"),
+        ({"ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS"),
+        ({"ALLOWED_HOSTS": "*"}, "ALLOWED_HOSTS"),
+        ({"ALLOWED_HOSTS": "api.example.com,*"}, "ALLOWED_HOSTS"),
+        ({"REDIS_URL": None}, "REDIS_URL"),
+        ({"NUM_PROXIES": "one"}, "NUM_PROXIES"),
+        ({"NUM_PROXIES": "-1"}, "NUM_PROXIES"),
+    ],
+)
+def test_production_refuses_to_start_without_a_safe_environment(env, named):
+    result = run_python(LOAD_SETTINGS, env=production_environment(**env))
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert named in result.stderr
+
+
+def test_production_is_https_only_by_default():
+    values = settings_of(
+        production_environment(),
+        "DEBUG",
+        "SECURE_SSL_REDIRECT",
+        "SECURE_HSTS_SECONDS",
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+        "SESSION_COOKIE_SECURE",
+        "CSRF_COOKIE_SECURE",
+        "SECURE_PROXY_SSL_HEADER",
+        "ALLOWED_HOSTS",
+    )
+
+    assert values == {
+        "DEBUG": False,
+        "SECURE_SSL_REDIRECT": True,
+        "SECURE_HSTS_SECONDS": 365 * 24 * 3600,
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": True,
+        "SESSION_COOKIE_SECURE": True,
+        "CSRF_COOKIE_SECURE": True,
+        # no trusted proxy: a client's X-Forwarded-Proto proves nothing
+        "SECURE_PROXY_SSL_HEADER": None,
+        "ALLOWED_HOSTS": ["api.example.com"],
+    }
+
+
+def test_behind_a_tls_terminating_proxy_the_redirect_can_be_left_to_it():
+    values = settings_of(
+        production_environment(NUM_PROXIES="1", SECURE_SSL_REDIRECT="false"),
+        "SECURE_SSL_REDIRECT",
+        "SECURE_HSTS_SECONDS",
+        "SECURE_PROXY_SSL_HEADER",
+        "REST_FRAMEWORK",
+    )
+
+    assert values["SECURE_SSL_REDIRECT"] is False
+    assert values["SECURE_HSTS_SECONDS"] == 365 * 24 * 3600
+    assert values["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+    assert values["REST_FRAMEWORK"]["NUM_PROXIES"] == 1
+
+
+def test_check_deploy_reports_nothing_with_the_documented_environment():
+    result = manage(
+        "check", "--deploy", "--fail-level", "WARNING", environment=production_environment()
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues (1 silenced)" in result.stdout
+
+
+def test_check_deploy_keeps_the_other_checks_live():
+    # given: HSTS turned off, one of the checks that must not be silenced
+    environment = production_environment(SECURE_HSTS_SECONDS="0")
+
+    result = manage("check", "--deploy", "--fail-level", "WARNING", environment=environment)
+
+    assert result.returncode != 0
+    assert "security.W004" in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "import django; django.setup()",  # what manage.py does (see the next test)
+        "import config.celery",
+    ],
+)
+def test_a_process_without_a_settings_module_runs_production(script):
+    environment = production_environment(DJANGO_SETTINGS_MODULE=None, SECRET_KEY=None)
+    if script.startswith("import config"):
+        script += "; from django.conf import settings; settings.DEBUG"
+    else:
+        script = "import manage, os, sys; sys.argv = ['manage.py', 'check']; manage.main()"
+
+    result = run_python(script, env=environment)
+
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_manage_py_without_a_settings_module_uses_production_settings():
+    environment = production_environment(DJANGO_SETTINGS_MODULE=None)
+
+    result = manage("diffsettings", "--all", environment=environment)
+
+    assert result.returncode == 0, result.stderr
+    assert "SECURE_SSL_REDIRECT = True" in result.stdout
+    assert "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False" in result.stdout
+
+
+def test_dev_settings_alone_relax_nothing_that_weakens_security():
+    environment = {k: v for k, v in os.environ.items() if k not in RELAXATIONS}
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.dev")
+
+    values = settings_of(
+        environment,
+        "DEBUG",
+        "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS",
+        "SESSION_COOKIE_SECURE",
+        "CSRF_COOKIE_SECURE",
+    )
+
+    assert values == {
+        "DEBUG": False,
+        "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS": False,
+        "SESSION_COOKIE_SECURE": True,
+        "CSRF_COOKIE_SECURE": True,
+    }
+
+
+def test_the_dev_relaxations_are_explicit_opt_ins():
+    environment = {k: v for k, v in os.environ.items() if k not in RELAXATIONS}
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
+        DEBUG="true",
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS="true",
+        SECURE_COOKIES="false",
+    )
+
+    values = settings_of(
+        environment, "DEBUG", "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "SESSION_COOKIE_SECURE"
+    )
+
+    assert values == {
+        "DEBUG": True,
+        "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS": True,
+        "SESSION_COOKIE_SECURE": False,
+    }

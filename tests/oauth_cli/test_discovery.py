@@ -19,6 +19,7 @@ def test_metadata_lists_every_field_with_absolute_urls(client, settings):
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "scopes_supported": ["admin"],
+        "authorization_response_iss_parameter_supported": True,
     }
     assert response["Cache-Control"] == "public, max-age=3600"
 

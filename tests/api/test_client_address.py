@@ -1,0 +1,54 @@
+"""config.api.client_address: the client behind NUM_PROXIES trusted proxies, never a forged one."""
+
+import pytest
+from django.conf import settings
+from django.test import RequestFactory, override_settings
+
+from config.api.client_address import client_address
+
+
+def behind(hops: int):
+    return override_settings(REST_FRAMEWORK={**settings.REST_FRAMEWORK, "NUM_PROXIES": hops})
+
+
+def request_from(peer: str, forwarded_for: str | None = None):
+    headers = {"REMOTE_ADDR": peer}
+    if forwarded_for is not None:
+        headers["HTTP_X_FORWARDED_FOR"] = forwarded_for
+    return RequestFactory().get("/", **headers)
+
+
+def test_without_a_proxy_the_header_is_ignored():
+    with behind(0):
+        assert client_address(request_from("198.51.100.7", "203.0.113.1")) == "198.51.100.7"
+
+
+@pytest.mark.parametrize(
+    ("hops", "forwarded_for", "client"),
+    [
+        # the proxy appended the peer it saw; what the client wrote stays on the left
+        (1, "198.51.100.7", "198.51.100.7"),
+        (1, "203.0.113.1, 198.51.100.7", "198.51.100.7"),
+        (1, "203.0.113.1,198.51.100.7", "198.51.100.7"),
+        (2, "203.0.113.1, 198.51.100.7, 10.0.0.2", "198.51.100.7"),
+        (1, "2001:DB8:0:0::1", "2001:db8::1"),
+    ],
+)
+def test_the_client_is_the_entry_the_outermost_trusted_proxy_wrote(hops, forwarded_for, client):
+    with behind(hops):
+        assert client_address(request_from("10.0.0.1", forwarded_for)) == client
+
+
+@pytest.mark.parametrize(
+    "forwarded_for",
+    [
+        None,  # the request did not come through the proxy
+        "",
+        "198.51.100.7",  # fewer entries than trusted proxies: the leftmost is the client's own
+        "not-an-address, 10.0.0.2",
+        "unknown, 10.0.0.2",
+    ],
+)
+def test_a_header_the_trusted_proxies_cannot_have_written_falls_back_to_the_peer(forwarded_for):
+    with behind(2):
+        assert client_address(request_from("10.0.0.1", forwarded_for)) == "10.0.0.1"

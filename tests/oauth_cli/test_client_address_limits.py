@@ -1,0 +1,54 @@
+"""Every per-address limit keys on config.api.client_address: behind one trusted proxy each
+client has its own bucket, and a client cannot choose its bucket with X-Forwarded-For."""
+
+from django.conf import settings
+from django.test import Client, override_settings
+
+from tests.oauth_cli.flow import refresh
+
+PROXY = "10.0.0.1"
+
+
+def one_proxy():
+    return override_settings(
+        REST_FRAMEWORK={**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}, OAUTH_RATE_LIMIT_PER_MINUTE=2
+    )
+
+
+def token_status(client, **headers) -> int:
+    return refresh(client, "nope", **headers).status_code
+
+
+def via_proxy(client_ip: str, forged: str | None = None) -> dict:
+    chain = f"{forged}, {client_ip}" if forged else client_ip
+    return {"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": chain}
+
+
+def test_behind_one_proxy_two_clients_have_separate_buckets():
+    client = Client()
+    with one_proxy():
+        assert [token_status(client, **via_proxy("198.51.100.1")) for _ in range(3)] == [
+            400,
+            400,
+            429,
+        ]
+        assert token_status(client, **via_proxy("198.51.100.2")) == 400
+
+
+def test_a_forged_forwarded_for_does_not_choose_the_bucket():
+    client = Client()
+    with one_proxy():
+        for forged in ("203.0.113.1", "203.0.113.2"):
+            assert token_status(client, **via_proxy("198.51.100.1", forged=forged)) == 400
+        # a third forged address: still the same client, whose budget is spent
+        assert token_status(client, **via_proxy("198.51.100.1", forged="203.0.113.3")) == 429
+
+
+@override_settings(OAUTH_RATE_LIMIT_PER_MINUTE=2)
+def test_without_a_proxy_the_forwarded_for_header_is_ignored():
+    client = Client()
+    for forged in ("203.0.113.1", "203.0.113.2"):
+        assert token_status(client, REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR=forged) == 400
+    assert (
+        token_status(client, REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR="203.0.113.3") == 429
+    )
