@@ -68,9 +68,10 @@ ERROR = OpenApiResponse(ErrorEnvelopeSerializer, description="Error envelope")
 
 
 def error_responses(*statuses: int) -> dict:
-    """The statuses a view can answer with the envelope; 401, 429 and 500 always apply. The 429
-    headers (Retry-After, X-RateLimit-*) come with `StorefrontAutoSchema`."""
-    return {status: ERROR for status in sorted({400, 401, 429, 500, *statuses})}
+    """The statuses a view can answer with the envelope; 400, 401, 406 (an `Accept` that JSON
+    cannot satisfy: content negotiation runs on every DRF view), 429 and 500 always apply. The
+    429 headers (Retry-After, X-RateLimit-*) come with `StorefrontAutoSchema`."""
+    return {status: ERROR for status in sorted({400, 401, 406, 429, 500, *statuses})}
 
 
 STORE_HEADER_PARAMETER = OpenApiParameter(
