@@ -37,6 +37,9 @@ RULES = [
     ("code", "HAS SPACE", "az-AZ_09", {}),
     ("code", "ÉTÉ", "ete", {}),
     ("code", 123, "123", {}),
+    # Whole-string match, nothing trimmed: "$" alone would let a trailing newline through.
+    ("code", "ABC\n", "ABC", {}),
+    ("code", " ABC", "ABC", {}),
     ("code", None, "N", {}),
     ("type", "FREE_SHIPPING", "PERCENTAGE", {"discount": 10}),
     ("type", "percentage", "AMOUNT", {}),
@@ -124,6 +127,25 @@ def test_every_bad_field_is_named_at_once(auth_client):
     assert response.status_code == 422
     body = response.json()
     assert set(body["errors"]) == {"code", "type", "discount", "store_wide", "limit"}
+    assert body["param"] == "code"
+
+
+def test_errors_are_listed_in_the_order_of_the_request_fields(auth_client):
+    response = auth_client.post(
+        "/api/v1/coupons",
+        {"expires_at": "soon", "minimum_amount": -1, "limit": 0, "store_wide": 1, "code": 1},
+    )
+    assert response.status_code == 422
+    body = response.json()
+    assert list(body["errors"]) == [
+        "code",
+        "type",
+        "discount",
+        "store_wide",
+        "limit",
+        "minimum_amount",
+        "expires_at",
+    ]
     assert body["param"] == "code"
 
 
