@@ -138,7 +138,7 @@ def test_errors_are_listed_in_the_order_of_the_request_fields(auth_client):
     assert response.status_code == 422
     body = response.json()
     # The body's field order of the spec's POST row: required first, then optional.
-    expected = "code type discount store_wide limit minimum_amount expires_at".split()
+    expected = ["code", "type", "discount", "store_wide", "limit", "minimum_amount", "expires_at"]
     assert list(body["errors"]) == expected
     assert body["param"] == "code"
 
