@@ -12,6 +12,14 @@ views), and runs `wrk` (installed with apt-get when missing) against, in interle
 - `GET /bench/ping-auth`: the same through DRF with the coupon views' auth/throttle/permission;
 - `GET /api/v1/coupons?limit=15` and `?limit=100`.
 
+With `--compare DIR` (a checkout of the code before a change, with its own `.venv`), a second
+gunicorn serves that checkout from the same database, and every round measures each endpoint
+on both, alternating which goes first; the table then gives the after/before ratio of the
+medians. The machine is shared and noisy: compare ratios, not absolute figures.
+
+It also times, in process, rendering one page of 100 coupons by the serializer's hand-built
+`to_representation` and by DRF's per-field one (the justification of the former).
+
 Load is bounded: fixed duration and connection count, loopback only. The per-credential rate
 limit is raised out of the way (API_RATE_LIMIT_PER_MINUTE); the Redis counter is still used.
 """
@@ -41,7 +49,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def bench_environment() -> dict[str, str]:
+def bench_environment(repo: Path = REPO) -> dict[str, str]:
     for name in ("DATABASE_URL", "REDIS_URL"):
         if not os.environ.get(name):
             sys.exit(f"{name} is not set: run me under bin/with-test-services")
@@ -51,7 +59,7 @@ def bench_environment() -> dict[str, str]:
         SECRET_KEY=secrets.token_urlsafe(38)[:50],
         API_RATE_LIMIT_PER_MINUTE="1000000000",
         LOG_LEVEL="WARNING",
-        PYTHONPATH=str(REPO),
+        PYTHONPATH=str(repo),
     )
     return env
 
@@ -137,6 +145,55 @@ def run_wrk(wrk: str, url: str, key: str, args) -> dict:
     return {"rps": rps, "non_2xx": int(errors.group(1)) if errors else 0, "p50": p50, "p99": p99}
 
 
+RENDERING = """
+import timeit
+import django
+django.setup()
+from rest_framework import serializers
+from coupons.models import Coupon
+from coupons.serializers import CouponSerializer
+page = list(Coupon.objects.order_by("id")[:100])
+serializer = CouponSerializer()
+def by_hand():
+    return CouponSerializer(page, many=True).data
+def by_drf():
+    return [serializers.ModelSerializer.to_representation(serializer, c) for c in page]
+assert by_hand() == by_drf()
+for name, render in (("hand-built", by_hand), ("DRF per-field", by_drf)):
+    best = min(timeit.repeat(render, number=20, repeat=5)) / 20
+    print(f"{name}: {best * 1000:.2f} ms per page of 100")
+"""
+
+
+def measure_rendering(env: dict[str, str]) -> str:
+    out = subprocess.run(
+        [str(VENV_BIN / "python"), "-c", RENDERING],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def start_gunicorn(repo: Path, port: int, env: dict[str, str], workers: int):
+    return subprocess.Popen(
+        [
+            str(repo / ".venv" / "bin" / "gunicorn"),
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=repo,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--coupons", type=int, default=1_000)
@@ -145,65 +202,81 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=8, help="wrk connections")
     parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument(
+        "--compare", type=Path, help="a checkout of the code before the change, to measure too"
+    )
     args = parser.parse_args()
 
     env = bench_environment()
     key = seed(env, args.coupons)
+    rendering = measure_rendering(env)
     wrk = ensure_wrk()
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    servers = {"after": (REPO, env)}
+    if args.compare:
+        # "before" first in each table row; the rounds alternate which is measured first.
+        servers = {"before": (args.compare.resolve(), bench_environment(args.compare)), **servers}
+    bases = {name: f"http://127.0.0.1:{free_port()}" for name in servers}
     targets = {
         "trivial JSON view (/bench/ping)": "/bench/ping",
         "DRF auth+throttle+store, no DB work (/bench/ping-auth)": "/bench/ping-auth",
         "GET /api/v1/coupons?limit=15": "/api/v1/coupons?limit=15",
         "GET /api/v1/coupons?limit=100": "/api/v1/coupons?limit=100",
     }
-    gunicorn = subprocess.Popen(
-        [
-            str(VENV_BIN / "gunicorn"),
-            "config.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.workers),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        cwd=REPO,
-    )
+    processes = [
+        start_gunicorn(repo, int(bases[name].rsplit(":", 1)[1]), server_env, args.workers)
+        for name, (repo, server_env) in servers.items()
+    ]
     try:
-        wait_until_up(base)
-        page15 = get_json(base, "/api/v1/coupons?limit=15", key)
-        page100 = get_json(base, "/api/v1/coupons?limit=100", key)
-        assert len(page15["data"]) == 15 and len(page100["data"]) == 100
-        assert page15["meta"]["total"] == args.coupons
-        for path in targets.values():  # warm every worker's connections and caches
-            run_wrk(wrk, f"{base}{path}", key, argparse.Namespace(**{**vars(args), "duration": 2}))
-        results: dict[str, list[dict]] = {label: [] for label in targets}
-        for _ in range(args.rounds):
+        for base in bases.values():
+            wait_until_up(base)
+            page15 = get_json(base, "/api/v1/coupons?limit=15", key)
+            page100 = get_json(base, "/api/v1/coupons?limit=100", key)
+            assert len(page15["data"]) == 15 and len(page100["data"]) == 100
+            assert page15["meta"]["total"] == args.coupons
+            assert page15 == get_json(next(iter(bases.values())), "/api/v1/coupons?limit=15", key)
+            for path in targets.values():  # warm every worker's connections and caches
+                warm = argparse.Namespace(**{**vars(args), "duration": 2})
+                run_wrk(wrk, f"{base}{path}", key, warm)
+        results = {(label, name): [] for label in targets for name in servers}
+        for round_number in range(args.rounds):
+            order = list(servers) if round_number % 2 == 0 else list(reversed(servers))
             for label, path in targets.items():
-                results[label].append(run_wrk(wrk, f"{base}{path}", key, args))
+                for name in order:
+                    run = run_wrk(wrk, f"{bases[name]}{path}", key, args)
+                    results[(label, name)].append(run)
     finally:
-        gunicorn.terminate()
-        gunicorn.wait(timeout=30)
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=30)
 
     print(
         f"\n{args.coupons} coupons; gunicorn {args.workers} sync workers; wrk -t{args.threads} "
         f"-c{args.connections} -d{args.duration}s x {args.rounds} interleaved rounds\n"
     )
-    print("| endpoint | req/s (median of rounds) | rounds | p50 / p99 (last round) | non-2xx |")
-    print("|---|---|---|---|---|")
+    print("| endpoint | code | req/s (median) | rounds | p50 / p99 (last round) | non-2xx |")
+    print("|---|---|---|---|---|---|")
     medians = {}
-    for label, runs in results.items():
-        medians[label] = statistics.median(r["rps"] for r in runs)
+    for (label, name), runs in results.items():
+        medians[(label, name)] = statistics.median(r["rps"] for r in runs)
         rounds = ", ".join(f"{r['rps']:.0f}" for r in runs)
         last = runs[-1]
         non_2xx = sum(r["non_2xx"] for r in runs)
         print(
-            f"| {label} | {medians[label]:.0f} | {rounds} | {last['p50']} / {last['p99']} "
-            f"| {non_2xx} |"
+            f"| {label} | {name} | {medians[(label, name)]:.0f} | {rounds} "
+            f"| {last['p50']} / {last['p99']} | {non_2xx} |"
         )
+    if args.compare:
+        print("\n| endpoint | after / before (medians) | per round |")
+        print("|---|---|---|")
+        for label in targets:
+            ratio = medians[(label, "after")] / medians[(label, "before")]
+            per_round = ", ".join(
+                f"{a['rps'] / b['rps']:.2f}"
+                for a, b in zip(results[(label, "after")], results[(label, "before")], strict=True)
+            )
+            print(f"| {label} | {ratio:.2f} | {per_round} |")
+    print(f"\nRendering (in process, best of 5):\n{rendering}")
+    medians = {label: medians[(label, "after")] for label in targets}
     trivial = medians["trivial JSON view (/bench/ping)"]
     share15 = medians["GET /api/v1/coupons?limit=15"] / trivial
     share100 = medians["GET /api/v1/coupons?limit=100"] / trivial

@@ -1,9 +1,13 @@
-"""Query filters of GET /api/v1/coupons (django-filter)."""
+"""Query filters of GET /api/v1/coupons (django-filter, through DjangoFilterBackend).
+
+A malformed value fails the FilterSet's form; DjangoFilterBackend raises it as a DRF
+ValidationError, which the one exception handler answers as a 422 naming each parameter.
+"""
 
 import django_filters
 from django import forms
+from drf_spectacular.utils import extend_schema_field
 
-from config.api.errors import ValidationFailed
 from coupons.models import Coupon
 from coupons.selectors import (
     TRASHED_ONLY,
@@ -13,6 +17,7 @@ from coupons.selectors import (
 )
 
 BOOLEAN_VALUES = {"true": True, "1": True, "false": False, "0": False}
+BOOLEAN_RULE = "must be true, false, 1 or 0"
 
 
 class StrictBooleanField(forms.Field):
@@ -22,7 +27,7 @@ class StrictBooleanField(forms.Field):
         if value is None:
             return None
         if value not in BOOLEAN_VALUES:
-            raise forms.ValidationError("must be true, false, 1 or 0")
+            raise forms.ValidationError(BOOLEAN_RULE)
         return BOOLEAN_VALUES[value]
 
     def validate(self, value):
@@ -30,29 +35,42 @@ class StrictBooleanField(forms.Field):
 
 
 class StrictBooleanFilter(django_filters.Filter):
+    """The schema states the accepted values as an enum (a `boolean` parameter would let
+    clients send `True` or `yes`, which are refused)."""
+
     field_class = StrictBooleanField
+
+    def __init__(self, *, description: str, **kwargs):
+        super().__init__(**kwargs)
+        # drf-spectacular takes an annotated filter's whole parameter schema, description
+        # included, from its annotation.
+        extend_schema_field(
+            {
+                "type": "string",
+                "enum": list(BOOLEAN_VALUES),
+                "description": f"{description} Exactly true, false, 1 or 0; anything else is a "
+                "422.",
+            }
+        )(self)
 
 
 class CouponListFilter(django_filters.FilterSet):
     """`only_trashed=true` lists deleted coupons only (whatever `with_trashed` says);
     `with_trashed=true` lists live and deleted ones; otherwise live ones only."""
 
-    with_trashed = StrictBooleanFilter()
-    only_trashed = StrictBooleanFilter()
+    with_trashed = StrictBooleanFilter(description="Include deleted coupons.")
+    only_trashed = StrictBooleanFilter(description="Only deleted coupons (wins over with_trashed).")
 
     class Meta:
         model = Coupon
         fields = ["with_trashed", "only_trashed"]
 
     def filter_queryset(self, queryset):
+        # The two parameters decide together, so they filter here rather than one by one.
         return coupon_list_filter_trashed(queryset, self.trashed())
 
     def trashed(self) -> str:
-        """`without`, `with` or `only`; 422 naming each malformed parameter."""
-        if not self.is_valid():
-            raise ValidationFailed(
-                {name: [str(m) for m in messages] for name, messages in self.errors.items()}
-            )
+        """`without`, `with` or `only`, from a valid form."""
         if self.form.cleaned_data.get("only_trashed"):
             return TRASHED_ONLY
         if self.form.cleaned_data.get("with_trashed"):

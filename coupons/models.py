@@ -5,6 +5,11 @@ from django.utils import timezone
 
 # PostgreSQL `integer`: the bound of every integer field a client may write.
 MAX_INTEGER = 2_147_483_647
+# A PERCENTAGE coupon's discount is a percentage: at most this.
+PERCENTAGE_MAX_DISCOUNT = 100
+PERCENTAGE_DISCOUNT_RULE = (
+    f"must be between 1 and {PERCENTAGE_MAX_DISCOUNT} for a PERCENTAGE coupon"
+)
 
 
 class Coupon(models.Model):
@@ -45,7 +50,8 @@ class Coupon(models.Model):
                 condition=Q(type__in=["PERCENTAGE", "AMOUNT"]), name="coupon_type_valid"
             ),
             models.CheckConstraint(
-                condition=Q(discount__gte=1) & (Q(type="AMOUNT") | Q(discount__lte=100)),
+                condition=Q(discount__gte=1)
+                & (Q(type="AMOUNT") | Q(discount__lte=PERCENTAGE_MAX_DISCOUNT)),
                 name="coupon_discount_in_range",
             ),
             models.CheckConstraint(
@@ -67,3 +73,9 @@ class Coupon(models.Model):
     @property
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
+
+
+def discount_exceeds_type(*, type: str, discount: int) -> bool:
+    """The rule that ties two fields (DESIGN.md "Coupons (v1)"): checked by the serializer on
+    the merged request and by the service again under the row lock."""
+    return type == Coupon.TYPE_PERCENTAGE and discount > PERCENTAGE_MAX_DISCOUNT

@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -10,13 +11,13 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from config.api.errors import NotFound, ValidationFailed
-from coupons.models import Coupon
-from coupons.validation import WRITABLE_FIELDS, coupon_values_validate
+from coupons.models import PERCENTAGE_DISCOUNT_RULE, Coupon, discount_exceeds_type
 from events.services import record
 from stores.models import Store
 
 COUPON_CODE_FIELD = "coupon_code"
 CODE_TAKEN = "is already used by a live coupon of this store"
+LIVE_CODE_CONSTRAINT = "coupon_store_live_code_uniq"
 
 
 def _live_code_taken(*, store_id: int, code: str, exclude_pk: int | None) -> bool:
@@ -36,7 +37,12 @@ def _coupon_save_with_live_code(coupon: Coupon) -> None:
         # A savepoint: a concurrent writer may take the code between the check and the write.
         with transaction.atomic():
             coupon.save()
-    except IntegrityError:
+    except IntegrityError as error:
+        # Only the live-code index means "taken"; a CHECK constraint failing is a bug (500).
+        if getattr(getattr(error.__cause__, "diag", None), "constraint_name", None) != (
+            LIVE_CODE_CONSTRAINT
+        ):
+            raise
         raise ValidationFailed.field("code", CODE_TAKEN) from None
 
 
@@ -53,32 +59,56 @@ def _coupon_lock(coupon: Coupon, *, deleted: bool = False) -> Coupon:
     return locked
 
 
-def coupon_create(*, store: Store, fields: Mapping[str, Any]) -> Coupon:
-    """Creates a coupon from JSON-decoded `fields`; other keys (id, store_id, ...) are ignored."""
+def coupon_create(
+    *,
+    store: Store,
+    code: str,
+    type: str,
+    discount: int,
+    store_wide: bool,
+    limit: int | None = None,
+    minimum_amount: int | None = None,
+    expires_at: datetime | None = None,
+) -> Coupon:
+    """Creates a coupon from values that passed CouponWriteSerializer's field rules."""
     now = timezone.now()
-    values = coupon_values_validate(given=fields, current=None, now=now)
-    coupon = Coupon(store=store, created_at=now, updated_at=now, **values)
+    coupon = Coupon(
+        store=store,
+        code=code,
+        type=type,
+        discount=discount,
+        store_wide=store_wide,
+        limit=limit,
+        minimum_amount=minimum_amount,
+        expires_at=expires_at,
+        created_at=now,
+        updated_at=now,
+    )
     with transaction.atomic(durable=True):
         _coupon_save_with_live_code(coupon)
         record(store=store, type="coupon.created", subject=coupon, data={})
     return coupon
 
 
-def coupon_update(*, coupon: Coupon, fields: Mapping[str, Any]) -> Coupon:
-    """Changes the given writable `fields`; the merged coupon must satisfy every rule.
+def coupon_update(*, coupon: Coupon, changes: Mapping[str, Any]) -> Coupon:
+    """Applies `changes` (writable fields that passed the serializer's field rules).
 
-    A request that changes nothing leaves `updated_at` alone and records no event.
+    The merged coupon is checked again on the locked row: the serializer checked it against
+    the row it read, and a concurrent PATCH may have changed that row since (one switching
+    `type` to PERCENTAGE, another raising `discount` to 150: each valid alone). A request that
+    changes nothing leaves `updated_at` alone and records no event.
     """
     with transaction.atomic(durable=True):
         coupon = _coupon_lock(coupon)
-        current = {name: getattr(coupon, name) for name in WRITABLE_FIELDS}
-        now = timezone.now()
-        values = coupon_values_validate(given=fields, current=current, now=now)
-        if values == current:
+        merged = {name: changes.get(name, getattr(coupon, name)) for name in ("type", "discount")}
+        if discount_exceeds_type(**merged):
+            raise ValidationFailed.field("discount", PERCENTAGE_DISCOUNT_RULE)
+        changed = {name: value for name, value in changes.items() if getattr(coupon, name) != value}
+        if not changed:
             return coupon
-        for name, value in values.items():
+        for name, value in changed.items():
             setattr(coupon, name, value)
-        coupon.updated_at = now
+        coupon.updated_at = timezone.now()
         _coupon_save_with_live_code(coupon)
         record(store=coupon.store, type="coupon.updated", subject=coupon, data={})
     return coupon

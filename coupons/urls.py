@@ -1,8 +1,7 @@
-from django.urls import path
+from config.api.routers import ApiRouter
+from coupons.views import CouponViewSet
 
-from coupons import views
+router = ApiRouter()
+router.register("coupons", CouponViewSet, basename="coupon")
 
-urlpatterns = [
-    path("coupons", views.CouponListCreateView.as_view(), name="coupons"),
-    path("coupons/<int:id>", views.CouponDetailView.as_view(), name="coupon-detail"),
-]
+urlpatterns = router.urls

@@ -1,102 +1,102 @@
 """v1 coupon endpoints (spec "Coupons (v1)"): API keys only, scoped to the resolved store."""
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
-from rest_framework.views import APIView
+from rest_framework.viewsets import GenericViewSet
 
+from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
 from config.api.schema import STORE_HEADER_PARAMETER, RequiredBodySchema, error_responses
 from coupons.filters import CouponListFilter
+from coupons.models import Coupon
 from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list
-from coupons.serializers import (
-    CouponCreateRequest,
-    CouponSerializer,
-    CouponUpdateInputSerializer,
-)
+from coupons.serializers import CouponCreateRequest, CouponSerializer, CouponWriteSerializer
 from coupons.services import coupon_create, coupon_delete, coupon_update
 from stores.access import ApiKeyOnly, StorePermission
 
-
-def _trashed_parameter(name: str, description: str) -> OpenApiParameter:
-    return OpenApiParameter(
-        name,
-        {"type": "string", "enum": ["true", "false", "1", "0"]},
-        OpenApiParameter.QUERY,
-        required=False,
-        description=f"{description} Exactly true, false, 1 or 0; anything else is a 422.",
-    )
+# The router's path regex would give `id` the schema of a string of digits; the spec says integer.
+COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
 
 
-class CouponListCreateView(GenericAPIView):
-    permission_classes = [ApiKeyOnly, StorePermission]
-    permission_area = "coupon"
-    pagination_class = LaravelPagination
-    serializer_class = CouponSerializer
-    schema = RequiredBodySchema()
-
-    @extend_schema(
+@extend_schema(parameters=[STORE_HEADER_PARAMETER])
+@extend_schema_view(
+    list=extend_schema(
         operation_id="coupons_list",
         summary="List the store's coupons, oldest first (id order)",
-        parameters=[
-            STORE_HEADER_PARAMETER,
-            _trashed_parameter("with_trashed", "Include deleted coupons."),
-            _trashed_parameter("only_trashed", "Only deleted coupons (wins over with_trashed)."),
-        ],
         responses={200: CouponSerializer(many=True), **error_responses(403, 422)},
-    )
-    def get(self, request):
-        every_coupon = coupon_list(store=request.store, trashed=TRASHED_WITH)
-        coupons = CouponListFilter(request.query_params, queryset=every_coupon).qs
-        page = self.paginate_queryset(coupons)
-        return self.get_paginated_response(CouponSerializer(page, many=True).data)
-
-    @extend_schema(
+    ),
+    create=extend_schema(
         operation_id="coupons_create",
         summary="Create a coupon",
-        parameters=[STORE_HEADER_PARAMETER],
         request=CouponCreateRequest,
-        responses={201: CouponSerializer, **error_responses(403, 415, 422)},
-    )
-    def post(self, request):
-        coupon = coupon_create(store=request.store, fields=request.data)
-        return Response(CouponSerializer(coupon).data, status=status.HTTP_201_CREATED)
-
-
-class CouponDetailView(APIView):
+        responses={201: CouponSerializer, **error_responses(403, 409, 415, 422)},
+    ),
+    retrieve=extend_schema(
+        operation_id="coupons_retrieve",
+        parameters=[COUPON_ID_PARAMETER],
+        summary="A live coupon of the store",
+        responses={200: CouponSerializer, **error_responses(403, 404)},
+    ),
+    partial_update=extend_schema(
+        operation_id="coupons_update",
+        parameters=[COUPON_ID_PARAMETER],
+        summary="Change some fields of a live coupon",
+        request=CouponWriteSerializer(partial=True),
+        responses={200: CouponSerializer, **error_responses(403, 404, 409, 415, 422)},
+    ),
+    destroy=extend_schema(
+        operation_id="coupons_destroy",
+        parameters=[COUPON_ID_PARAMETER],
+        summary="Soft-delete a coupon (204); it then answers 404 and frees its code",
+        request=None,
+        responses={204: None, **error_responses(403, 404, 409, 422)},
+    ),
+)
+class CouponViewSet(GenericViewSet):
+    # No `update` action: PUT on a coupon is a 405 (the spec has PATCH only).
     permission_classes = [ApiKeyOnly, StorePermission]
     permission_area = "coupon"
+    queryset = Coupon.objects.none()  # the model, for the schema; requests use get_queryset()
+    serializer_class = CouponSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = CouponListFilter
+    pagination_class = LaravelPagination
+    lookup_url_kwarg = "id"  # the spec's path parameter name
+    lookup_value_regex = "[0-9]+"
+    schema = RequiredBodySchema()
 
-    @extend_schema(
-        operation_id="coupons_retrieve",
-        summary="A live coupon of the store",
-        parameters=[STORE_HEADER_PARAMETER],
-        responses={200: CouponSerializer, **error_responses(403, 404)},
-    )
-    def get(self, request, id: int):  # path parameter named as in the spec
-        coupon = coupon_get(store=request.store, coupon_id=id)
+    def get_queryset(self):
+        # Every coupon of the store; CouponListFilter decides which of them are listed.
+        return coupon_list(store=self.request.store, trashed=TRASHED_WITH)
+
+    def get_object(self) -> Coupon:
+        return coupon_get(store=self.request.store, coupon_id=int(self.kwargs["id"]))
+
+    def list(self, request):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(CouponSerializer(page, many=True).data)
+
+    @idempotent(operation="coupons.create", replayed_statuses=[201, 422])
+    def create(self, request):
+        body = CouponWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        coupon = coupon_create(store=request.store, **body.validated_data)
+        return Response(CouponSerializer(coupon).data, status=status.HTTP_201_CREATED)
+
+    def retrieve(self, request, id: str):
+        return Response(CouponSerializer(self.get_object()).data)
+
+    @idempotent(operation="coupons.update", replayed_statuses=[200, 404, 422])
+    def partial_update(self, request, id: str):
+        coupon = self.get_object()
+        body = CouponWriteSerializer(coupon, data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        coupon = coupon_update(coupon=coupon, changes=body.validated_data)
         return Response(CouponSerializer(coupon).data)
 
-    @extend_schema(
-        operation_id="coupons_update",
-        summary="Change some fields of a live coupon",
-        parameters=[STORE_HEADER_PARAMETER],
-        request=CouponUpdateInputSerializer,
-        responses={200: CouponSerializer, **error_responses(403, 404, 415, 422)},
-    )
-    def patch(self, request, id: int):
-        coupon = coupon_get(store=request.store, coupon_id=id)
-        coupon = coupon_update(coupon=coupon, fields=request.data)
-        return Response(CouponSerializer(coupon).data)
-
-    @extend_schema(
-        operation_id="coupons_destroy",
-        summary="Soft-delete a coupon (204); it then answers 404 and frees its code",
-        parameters=[STORE_HEADER_PARAMETER],
-        request=None,
-        responses={204: None, **error_responses(403, 404)},
-    )
-    def delete(self, request, id: int):
-        coupon_delete(coupon=coupon_get(store=request.store, coupon_id=id))
+    @idempotent(operation="coupons.delete", replayed_statuses=[204, 404])
+    def destroy(self, request, id: str):
+        coupon_delete(coupon=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

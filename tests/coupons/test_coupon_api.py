@@ -200,6 +200,7 @@ def test_put_and_post_on_a_coupon_are_405_envelopes(method, store, auth_client):
     response = getattr(auth_client, method)(f"/api/v1/coupons/{coupon.id}", VALID)
     assert response.status_code == 405
     assert response.json()["code"] == "method_not_allowed"
+    assert response["Allow"] == "GET, PATCH, DELETE, HEAD"
 
 
 @pytest.mark.parametrize("method", ["put", "patch", "delete"])
@@ -207,6 +208,7 @@ def test_collection_methods_other_than_get_post_are_405(method, auth_client):
     response = getattr(auth_client, method)("/api/v1/coupons", {})
     assert response.status_code == 405
     assert response.json()["code"] == "method_not_allowed"
+    assert response["Allow"] == "GET, POST, HEAD"
 
 
 @pytest.mark.parametrize("body", ["[1, 2]", '"text"', "42", "null", "{not json"])

@@ -25,7 +25,7 @@ def events_of(coupon):
 @pytest.mark.django_db
 def test_create_records_coupon_created():
     store = StoreFactory()
-    coupon = coupon_create(store=store, fields=VALID)
+    coupon = coupon_create(store=store, **VALID)
     assert events_of(coupon) == [("coupon.created", store.id, {}, 1)]
 
 
@@ -34,11 +34,11 @@ def test_update_records_coupon_updated_and_a_no_op_records_nothing():
     coupon = CouponFactory(discount=5)
     updated_at = coupon.updated_at
 
-    unchanged = coupon_update(coupon=coupon, fields={"discount": 5, "id": 77})
+    unchanged = coupon_update(coupon=coupon, changes={"discount": 5})
     assert events_of(coupon) == []
     assert unchanged.updated_at == updated_at
 
-    changed = coupon_update(coupon=coupon, fields={"discount": 6})
+    changed = coupon_update(coupon=coupon, changes={"discount": 6})
     assert changed.discount == 6
     assert changed.updated_at > updated_at
     assert events_of(coupon) == [("coupon.updated", coupon.store_id, {}, 1)]
@@ -56,13 +56,15 @@ def test_delete_records_coupon_deleted_and_keeps_the_row():
 @pytest.mark.django_db
 def test_refused_changes_record_no_event_and_change_nothing():
     store = StoreFactory()
+    CouponFactory(store=store, code="TAKEN")
     with pytest.raises(ValidationFailed):
-        coupon_create(store=store, fields={**VALID, "discount": 0})
-    coupon = CouponFactory(store=store, discount=5)
-    with pytest.raises(ValidationFailed):
-        coupon_update(coupon=coupon, fields={"discount": -3})
+        coupon_create(store=store, **{**VALID, "code": "taken"})
+    coupon = CouponFactory(store=store, type="AMOUNT", discount=150)
+    with pytest.raises(ValidationFailed) as caught:
+        coupon_update(coupon=coupon, changes={"type": "PERCENTAGE"})
+    assert caught.value.param == "discount"
     assert not Event.objects.exists()
-    assert Coupon.objects.get(pk=coupon.pk).discount == 5
+    assert Coupon.objects.get(pk=coupon.pk).type == "AMOUNT"
 
 
 @pytest.mark.django_db
@@ -70,7 +72,7 @@ def test_deleted_coupon_cannot_be_updated_or_deleted_again():
     coupon = CouponFactory()
     coupon_delete(coupon=coupon)
     with pytest.raises(NotFound):
-        coupon_update(coupon=coupon, fields={"discount": 2})
+        coupon_update(coupon=coupon, changes={"discount": 2})
     with pytest.raises(NotFound):
         coupon_delete(coupon=coupon)
     assert [e[0] for e in events_of(coupon)] == ["coupon.deleted"]
@@ -116,7 +118,7 @@ def test_concurrent_creates_of_one_code_make_one_coupon():
 
     def create_race():
         try:
-            coupon_create(store=store, fields={**VALID, "code": "RACE"})
+            coupon_create(store=store, **{**VALID, "code": "RACE"})
         except ValidationFailed as error:
             return error.param
         return "created"

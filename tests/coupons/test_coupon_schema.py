@@ -1,0 +1,114 @@
+"""What the OpenAPI schema states about the coupon operations: every rule a schema can state,
+derived from the serializer, FilterSet, paginator and idempotency classes."""
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory):
+    target = tmp_path_factory.mktemp("schema") / "schema.yaml"
+    call_command("spectacular", "--file", str(target))
+    return yaml.safe_load(target.read_text())
+
+
+def component(schema, ref):
+    return schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+
+
+def parameters(operation):
+    return {p["name"]: p for p in operation.get("parameters", [])}
+
+
+def test_list_parameters_come_from_the_filterset_and_the_paginator(schema):
+    listed = parameters(schema["paths"]["/api/v1/coupons"]["get"])
+    for name in ("with_trashed", "only_trashed"):
+        assert listed[name]["in"] == "query"
+        assert sorted(listed[name]["schema"]["enum"]) == ["0", "1", "false", "true"]
+        assert "422" in listed[name]["description"]
+    assert listed["limit"]["schema"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 15,
+    }
+    assert listed["page"]["schema"]["minimum"] == 1
+    ok = schema["paths"]["/api/v1/coupons"]["get"]["responses"]["200"]
+    page = component(schema, ok["content"]["application/json"]["schema"]["$ref"])
+    assert set(page["required"]) == {"data", "links", "meta"}
+
+
+def test_coupon_id_is_an_integer_path_parameter(schema):
+    for method in ("get", "patch", "delete"):
+        operation = schema["paths"]["/api/v1/coupons/{id}"][method]
+        assert parameters(operation)["id"]["schema"] == {"type": "integer"}
+        assert parameters(operation)["id"]["in"] == "path"
+    assert "put" not in schema["paths"]["/api/v1/coupons/{id}"]
+
+
+def test_create_body_states_the_discount_range_of_each_type(schema):
+    body = schema["paths"]["/api/v1/coupons"]["post"]["requestBody"]
+    assert body["required"] is True
+    variants = component(schema, body["content"]["application/json"]["schema"]["$ref"])
+    assert variants["discriminator"]["propertyName"] == "type"
+    mapping = variants["discriminator"]["mapping"]
+    percentage = component(schema, mapping["PERCENTAGE"])
+    amount = component(schema, mapping["AMOUNT"])
+    assert (
+        percentage["properties"]["discount"]["minimum"],
+        percentage["properties"]["discount"]["maximum"],
+    ) == (1, 100)
+    assert (
+        amount["properties"]["discount"]["minimum"],
+        amount["properties"]["discount"]["maximum"],
+    ) == (1, 2_147_483_647)
+    for variant in (percentage, amount):
+        assert set(variant["required"]) == {"code", "type", "discount", "store_wide"}
+        code = variant["properties"]["code"]
+        assert (code["pattern"], code["minLength"], code["maxLength"]) == (
+            "^[A-Za-z0-9_-]{1,64}$",
+            1,
+            64,
+        )
+        assert variant["properties"]["store_wide"] == {"type": "boolean"}
+        assert variant["properties"]["limit"]["minimum"] == 1
+        assert variant["properties"]["limit"]["nullable"] is True
+        assert variant["properties"]["minimum_amount"]["minimum"] == 0
+        assert variant["properties"]["expires_at"]["format"] == "date-time"
+
+
+def test_patch_body_has_no_required_field(schema):
+    body = schema["paths"]["/api/v1/coupons/{id}"]["patch"]["requestBody"]
+    patched = component(schema, body["content"]["application/json"]["schema"]["$ref"])
+    assert "required" not in patched
+    assert patched["properties"]["type"]["$ref"].endswith("/CouponTypeEnum")
+
+
+def test_response_states_every_field_as_present(schema):
+    ok = schema["paths"]["/api/v1/coupons/{id}"]["get"]["responses"]["200"]
+    coupon = component(schema, ok["content"]["application/json"]["schema"]["$ref"])
+    assert set(coupon["required"]) == set(coupon["properties"]) and len(coupon["properties"]) == 12
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "replayed"),
+    [
+        ("/api/v1/coupons", "post", {"201", "422"}),
+        ("/api/v1/coupons/{id}", "patch", {"200", "404", "422"}),
+        ("/api/v1/coupons/{id}", "delete", {"204", "404"}),
+    ],
+)
+def test_writes_declare_the_idempotency_headers(schema, path, method, replayed):
+    operation = schema["paths"][path][method]
+    key = parameters(operation)["Idempotency-Key"]
+    assert key["in"] == "header"
+    assert key.get("required", False) is False
+    assert (key["schema"]["minLength"], key["schema"]["maxLength"]) == (1, 255)
+    with_header = {
+        status
+        for status, response in operation["responses"].items()
+        if "Idempotent-Replayed" in response.get("headers", {})
+    }
+    assert with_header == replayed
+    assert operation["responses"]["409"]
