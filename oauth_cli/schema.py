@@ -29,11 +29,22 @@ def _header(schema: dict, description: str, required: bool = True) -> dict:
     return {"schema": schema, "description": description, "required": required}
 
 
+# What the 429 headers mean here: the budget is per client IP and endpoint, not per credential.
+_RATE_LIMIT_HEADER_DESCRIPTIONS = {
+    "Retry-After": "Seconds to wait before retrying.",
+    "X-RateLimit-Limit": "Requests per minute from one client IP to this endpoint.",
+    "X-RateLimit-Remaining": "Requests left in the current window (0).",
+    "X-RateLimit-Reset": "Not sent by the protocol endpoints.",
+}
+
+
 def _rate_limit_headers() -> dict:
-    """The 429 headers every operation declares (config.api.schema), for the per-client-IP
-    budget of the protocol endpoints (oauth_cli.views.rate_limited_response)."""
+    """The 429 headers every operation declares (config.api.schema, same types and required
+    flags), for the protocol endpoints' budget (oauth_cli.views.rate_limited_response)."""
     return {
-        parameter.name: _header(parameter.type, parameter.description, parameter.required)
+        parameter.name: _header(
+            parameter.type, _RATE_LIMIT_HEADER_DESCRIPTIONS[parameter.name], parameter.required
+        )
         for parameter in RATE_LIMIT_RESPONSE_HEADERS
     }
 
