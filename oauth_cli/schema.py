@@ -89,6 +89,22 @@ def _malformed_or_protocol_error(description: str, *, html: bool = False) -> dic
     return response
 
 
+def _ref(component: str) -> dict:
+    return {"$ref": f"#/components/schemas/{component}"}
+
+
+def _form_operation(operation_id: str, summary: str, body: dict, security, responses) -> dict:
+    """An operation whose required body is an HTML form (application/x-www-form-urlencoded)."""
+    return {
+        "operationId": operation_id,
+        "summary": summary,
+        "tags": [TAG],
+        "security": security,
+        "requestBody": {"required": True, "content": {FORM: {"schema": body}}},
+        "responses": responses,
+    }
+
+
 def _schemas() -> dict:
     cli = settings.CLI_CLIENT_ID
     client_id = {
@@ -98,7 +114,25 @@ def _schemas() -> dict:
         "description": "The official CLI's client id, the only registered client; any other "
         "is `invalid_client`.",
     }
+    public_client_id = {
+        **client_id,
+        "description": "The public client's id; or send it as legacy Basic auth.",
+    }
     grant_types = settings.OAUTH2_PROVIDER["OAUTH2_GRANT_TYPES_SUPPORTED"]
+
+    def grant(grant_type: str, description: str, **fields) -> dict:
+        """A token request body: every field of the grant is required; client_id is not."""
+        return {
+            "type": "object",
+            "description": description,
+            "properties": {
+                "grant_type": {"type": "string", "enum": [grant_type]},
+                "client_id": public_client_id,
+                **fields,
+            },
+            "required": ["grant_type", *fields],
+        }
+
     return {
         "OAuthError": {
             "type": "object",
@@ -172,34 +206,18 @@ def _schemas() -> dict:
             },
             "required": ["auth_token", "_token"],
         },
-        "AuthorizationCodeTokenRequest": {
-            "type": "object",
-            "description": "RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.5).",
-            "properties": {
-                "grant_type": {"type": "string", "enum": ["authorization_code"]},
-                "client_id": {
-                    **client_id,
-                    "description": "The public client's id; or send it as legacy Basic auth.",
-                },
-                "code": {"type": "string", "minLength": 1},
-                "redirect_uri": {"type": "string", "pattern": LOOPBACK_REDIRECT_URI_PATTERN},
-                "code_verifier": {"type": "string", "pattern": CODE_VERIFIER_PATTERN},
-            },
-            "required": ["grant_type", "code", "redirect_uri", "code_verifier"],
-        },
-        "RefreshTokenRequest": {
-            "type": "object",
-            "description": "RFC 6749 §6; the refresh token rotates.",
-            "properties": {
-                "grant_type": {"type": "string", "enum": ["refresh_token"]},
-                "client_id": {
-                    **client_id,
-                    "description": "The public client's id; or send it as legacy Basic auth.",
-                },
-                "refresh_token": {"type": "string", "minLength": 1},
-            },
-            "required": ["grant_type", "refresh_token"],
-        },
+        "AuthorizationCodeTokenRequest": grant(
+            "authorization_code",
+            "RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.5).",
+            code={"type": "string", "minLength": 1},
+            redirect_uri={"type": "string", "pattern": LOOPBACK_REDIRECT_URI_PATTERN},
+            code_verifier={"type": "string", "pattern": CODE_VERIFIER_PATTERN},
+        ),
+        "RefreshTokenRequest": grant(
+            "refresh_token",
+            "RFC 6749 §6; the refresh token rotates.",
+            refresh_token={"type": "string", "minLength": 1},
+        ),
         "TokenResponse": {
             "type": "object",
             "properties": {
@@ -218,10 +236,7 @@ def _schemas() -> dict:
             "type": "object",
             "description": "RFC 7009 §2.1; any token of the CLI disconnects the installation.",
             "properties": {
-                "client_id": {
-                    **client_id,
-                    "description": "The public client's id; or send it as legacy Basic auth.",
-                },
+                "client_id": public_client_id,
                 "token": {"type": "string", "minLength": 1},
                 "token_type_hint": {
                     "type": "string",
@@ -310,6 +325,7 @@ def _paths() -> dict:
         },
     )
     client_security = [{}, {"clientBasic": []}]
+    browser = [{"browserSession": []}]
     return {
         "/.well-known/oauth-authorization-server": {
             "get": {
@@ -319,7 +335,7 @@ def _paths() -> dict:
                 "security": [{}],
                 "responses": {
                     "200": _json(
-                        {"$ref": "#/components/schemas/AuthorizationServerMetadata"},
+                        _ref("AuthorizationServerMetadata"),
                         "The discovery document.",
                         {"Cache-Control": _header({"type": "string"}, "Cacheable for an hour.")},
                     ),
@@ -369,55 +385,30 @@ def _paths() -> dict:
                     **_common_errors(),
                 },
             },
-            "post": {
-                "operationId": "oauth_authorize_approve",
-                "summary": "Approve the consent page (or refuse with `_method=DELETE`)",
-                "tags": [TAG],
-                "security": [{"browserSession": []}],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        FORM: {"schema": {"$ref": "#/components/schemas/ConsentApprovalForm"}}
-                    },
-                },
-                "responses": _authorize_answer_responses(),
-            },
-            "delete": {
-                "operationId": "oauth_authorize_refuse",
-                "summary": "Refuse the consent page",
-                "tags": [TAG],
-                "security": [{"browserSession": []}],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        FORM: {"schema": {"$ref": "#/components/schemas/ConsentRefusalForm"}}
-                    },
-                },
-                "responses": _authorize_answer_responses(),
-            },
+            "post": _form_operation(
+                "oauth_authorize_approve",
+                "Approve the consent page (or refuse with `_method=DELETE`)",
+                _ref("ConsentApprovalForm"),
+                browser,
+                _authorize_answer_responses(),
+            ),
+            "delete": _form_operation(
+                "oauth_authorize_refuse",
+                "Refuse the consent page",
+                _ref("ConsentRefusalForm"),
+                browser,
+                _authorize_answer_responses(),
+            ),
         },
         "/oauth/token": {
-            "post": {
-                "operationId": "oauth_token",
-                "summary": "Exchange a code or rotate a refresh token",
-                "tags": [TAG],
-                "security": client_security,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        FORM: {
-                            "schema": {
-                                "oneOf": [
-                                    {"$ref": "#/components/schemas/AuthorizationCodeTokenRequest"},
-                                    {"$ref": "#/components/schemas/RefreshTokenRequest"},
-                                ]
-                            }
-                        }
-                    },
-                },
-                "responses": {
+            "post": _form_operation(
+                "oauth_token",
+                "Exchange a code or rotate a refresh token",
+                {"oneOf": [_ref("AuthorizationCodeTokenRequest"), _ref("RefreshTokenRequest")]},
+                client_security,
+                {
                     "200": _json(
-                        {"$ref": "#/components/schemas/TokenResponse"},
+                        _ref("TokenResponse"),
                         "A new token pair.",
                         {"Cache-Control": NO_STORE, "Pragma": NO_CACHE_PRAGMA},
                     ),
@@ -429,21 +420,15 @@ def _paths() -> dict:
                     "401": invalid_client,
                     **_common_errors(),
                 },
-            }
+            )
         },
         "/oauth/revoke": {
-            "post": {
-                "operationId": "oauth_revoke",
-                "summary": "Revoke a token: disconnects the CLI installation (RFC 7009)",
-                "tags": [TAG],
-                "security": client_security,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        FORM: {"schema": {"$ref": "#/components/schemas/RevocationRequest"}}
-                    },
-                },
-                "responses": {
+            "post": _form_operation(
+                "oauth_revoke",
+                "Revoke a token: disconnects the CLI installation (RFC 7009)",
+                _ref("RevocationRequest"),
+                client_security,
+                {
                     "200": _json(
                         {"type": "array", "maxItems": 0},
                         "Revoked, or the token was unknown (RFC 7009 §2.2): `[]`.",
@@ -453,7 +438,7 @@ def _paths() -> dict:
                     "401": invalid_client,
                     **_common_errors(),
                 },
-            }
+            )
         },
     }
 
