@@ -1,25 +1,47 @@
 """The contract run: schemathesis over the whole /api/schema/, in process (WSGI).
 
 Every operation of the schema (the other areas' endpoints included, as they land) is called
-with generated valid and invalid requests, authenticated with a seeded all-abilities API key
-and X-STORE; the run fails on any 5xx and on any response that the schema does not describe
-(status code, content type, headers, body), with schemathesis's default checks.
+with generated valid and invalid requests; the run fails on any 5xx and on any response that
+the schema does not describe (status code, content type, headers, body), with schemathesis's
+default checks. API operations are authenticated with a seeded all-abilities API key and
+X-STORE; the OAuth protocol endpoints as the CLI and the browser call them: discovery, token
+and revoke with no credential (a public client), the authorization endpoint with a signed-in
+browser session and its CSRF token.
 """
 
 import pytest
 import schemathesis
+from django.conf import settings as django_settings
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, transaction
+from django.middleware.csrf import get_token
+from django.test import Client, RequestFactory
 from hypothesis import HealthCheck, settings
 
 from accounts.abilities import ROLE_OWNER
+from oauth_cli.services import cli_application_ensure
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 
 CONTRACT_STORE_SLUG = "contract-store"
 MAX_EXAMPLES = 25
 # schemathesis's default for "a schema-valid request is accepted" (positive_data_acceptance).
 ACCEPTED_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]
+# schemathesis's default for "a schema-invalid request is rejected" (negative_data_rejection).
+REJECTION_STATUSES = [
+    "400",
+    "401",
+    "403",
+    "404",
+    "405",
+    "406",
+    "409",
+    "415",
+    "422",
+    "428",
+    "429",
+    "5xx",
+]
 
 # Operations whose inputs follow a rule no schema can state (an HMAC-signed cursor is any
 # string to a schema; "in the future" depends on the clock), listed with the extra statuses a
@@ -44,7 +66,38 @@ SEMANTIC_REJECTIONS: list[tuple[str, list[int], str]] = [
         "expires_at must be in the future; the merged coupon must be valid (DESIGN.md "
         "'Coupons (v1)')",
     ),
+    *(
+        (
+            f"{method} /oauth/authorize",
+            [400],
+            "auth_token must be the live, unused token of a consent page this session was "
+            "shown, and client_id/state must equal that authorization request's "
+            "(docs/decisions/oauth.md 'Authorization endpoint'; tests/oauth_cli)",
+        )
+        for method in ("POST", "DELETE")
+    ),
+    (
+        "POST /oauth/token",
+        [400],
+        "the code must be live, issued for this redirect_uri, with a challenge the verifier "
+        "hashes to; a refresh token must be live: otherwise invalid_grant (RFC 6749 §5.2; "
+        "tests/oauth_cli/test_token.py)",
+    ),
 ]
+
+# Operations that answer some schema-invalid requests with a redirect instead of a 4xx, with
+# the statuses and why.
+REDIRECTED_REJECTIONS: list[tuple[str, list[int], str]] = [
+    (
+        "GET /oauth/authorize",
+        [302, 303],
+        "once client_id and redirect_uri are valid, errors go back to the client's callback "
+        "(RFC 6749 §4.1.2.1)",
+    ),
+]
+OAUTH_PROTOCOL_PATHS = (
+    r"^/(\.well-known/oauth-authorization-server|oauth/(authorize|token|revoke))$"
+)
 
 schema = schemathesis.openapi.from_wsgi(
     "/api/schema/",
@@ -62,15 +115,28 @@ schema = schemathesis.openapi.from_wsgi(
                     },
                 }
                 for name, statuses, _reason in SEMANTIC_REJECTIONS
+            ]
+            + [
+                {
+                    "include-name": name,
+                    "checks": {
+                        "negative_data_rejection": {
+                            "expected-statuses": [*REJECTION_STATUSES, *map(str, statuses)]
+                        }
+                    },
+                }
+                for name, statuses, _reason in REDIRECTED_REJECTIONS
             ],
         }
     ),
 )
 # The secret of the key seeded for the running test (set by the `contract_key` fixture).
 _current_secret: dict[str, str] = {}
+# The signed-in browser's cookies for the running test (session and CSRF).
+_browser_cookies: dict[str, str] = {}
 
 
-@schema.auth(refresh_interval=None)
+@schema.auth(refresh_interval=None).skip_for(path_regex=OAUTH_PROTOCOL_PATHS)
 class SeededApiKey:
     """Authenticates generated requests; requests that test missing auth are left alone."""
 
@@ -84,13 +150,38 @@ class SeededApiKey:
         case.headers.setdefault("X-STORE", CONTRACT_STORE_SLUG)
 
 
+@schema.auth(refresh_interval=None).apply_to(path="/oauth/authorize")
+class SignedInBrowser:
+    """The consent page's browser: its session cookie, and the CSRF cookie whose secret the
+    form's `_token` carries (a credential of the session, like the cookie itself)."""
+
+    def get(self, case, context):
+        return dict(_browser_cookies) or None
+
+    def set(self, case, data, context):
+        case.cookies = {**(case.cookies or {}), **data}
+        if isinstance(case.body, dict) and isinstance(case.body.get("_token"), str):
+            case.body["_token"] = data[django_settings.CSRF_COOKIE_NAME]
+
+
 @pytest.fixture
 def contract_key(db, settings):
-    """A user owning the contract store, with an all-abilities key; budgets out of the way."""
+    """A user owning the contract store, with an all-abilities key and a signed-in browser;
+    the CLI client registered; budgets out of the way."""
     settings.API_RATE_LIMIT_PER_MINUTE = 1_000_000
+    settings.OAUTH_RATE_LIMIT_PER_MINUTE = 1_000_000
+    cli_application_ensure()
     user = UserFactory()
     MembershipFactory(user=user, store__slug=CONTRACT_STORE_SLUG, role=ROLE_OWNER)
     _current_secret["secret"] = make_api_key(user)
+    browser = Client()
+    browser.force_login(user)
+    _browser_cookies[settings.SESSION_COOKIE_NAME] = browser.cookies[
+        settings.SESSION_COOKIE_NAME
+    ].value
+    csrf_request = RequestFactory().get("/")
+    get_token(csrf_request)  # draws the secret the CSRF cookie holds
+    _browser_cookies[settings.CSRF_COOKIE_NAME] = csrf_request.META["CSRF_COOKIE"]
     # The WSGI app closes the connection when a request starts and finishes, which would end
     # the test's transaction; Django's test client disconnects these handlers the same way.
     for signal in (request_started, request_finished):
@@ -99,6 +190,7 @@ def contract_key(db, settings):
     for signal in (request_started, request_finished):
         signal.connect(close_old_connections)
     _current_secret.clear()
+    _browser_cookies.clear()
 
 
 @schema.parametrize()

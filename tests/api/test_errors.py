@@ -118,6 +118,17 @@ def test_405_on_plain_django_views():
     assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
 
 
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "QUERY"])
+@pytest.mark.parametrize(
+    "path", ["/healthz", "/docs/errors", "/.well-known/oauth-authorization-server"]
+)
+def test_405_on_get_only_views_comes_before_the_csrf_check(path, method):
+    # a browser-like client without a CSRF cookie: the answer is still the 405, not a 403
+    response = Client(enforce_csrf_checks=True).generic(method, path)
+    assert_envelope(response, 405, "invalid_request_error", "method_not_allowed")
+    assert response["Allow"] == "GET, HEAD"
+
+
 def test_409(auth_client):
     auth_client.post(
         "/api/v2/stores", {"name": "A", "slug": "aaa"}, format="json", HTTP_IDEMPOTENCY_KEY="k"

@@ -3,11 +3,20 @@
 import re
 from urllib.parse import urlsplit
 
+import jsonschema
 import pytest
 import yaml
 from django.contrib.staticfiles import finders
 from django.core.management import call_command
+from django.test import Client
+from hypothesis import given
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
+
+from oauth_cli.authorize import loopback_redirect_uri_problem
+from oauth_cli.schema import LOOPBACK_REDIRECT_URI_PATTERN
+from oauth_cli.services import cli_application_ensure
+from tests.oauth_cli.flow import approve, authorize_params, exchange, pkce_pair, refresh
 
 
 def test_schema_is_valid_and_generated_without_warnings(tmp_path):
@@ -111,3 +120,159 @@ def test_docs_page_loads_its_scripts_from_our_static_files():
         if urlsplit(url).netloc
     }
     assert external == set(), external
+
+
+OAUTH_FORM_OPERATIONS = [
+    ("/oauth/authorize", "post"),
+    ("/oauth/authorize", "delete"),
+    ("/oauth/token", "post"),
+    ("/oauth/revoke", "post"),
+]
+OAUTH_OPERATIONS = [
+    ("/.well-known/oauth-authorization-server", "get"),
+    ("/oauth/authorize", "get"),
+    *OAUTH_FORM_OPERATIONS,
+]
+ERROR_ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
+OAUTH_ERROR = {"$ref": "#/components/schemas/OAuthError"}
+
+
+def test_the_oauth_protocol_endpoints_are_described(schema):
+    for path, method in OAUTH_OPERATIONS:
+        assert method in schema["paths"][path], (method, path)
+    # exactly the methods served (HEAD aside): any other is the 405 the contract run expects
+    assert set(schema["paths"]["/oauth/authorize"]) == {"get", "post", "delete"}
+    assert set(schema["paths"]["/oauth/token"]) == {"post"}
+    assert set(schema["paths"]["/oauth/revoke"]) == {"post"}
+
+
+@pytest.mark.parametrize(("path", "method"), OAUTH_FORM_OPERATIONS)
+def test_oauth_operations_take_required_form_bodies(schema, path, method):
+    body = schema["paths"][path][method]["requestBody"]
+    assert body["required"] is True
+    assert list(body["content"]) == ["application/x-www-form-urlencoded"]
+
+
+@pytest.mark.parametrize(("path", "method"), OAUTH_OPERATIONS)
+def test_oauth_errors_are_the_protocol_object_but_429_and_500_the_envelope(schema, path, method):
+    responses = schema["paths"][path][method]["responses"]
+    for status in ("429", "500"):
+        assert responses[status]["content"]["application/json"]["schema"] == ERROR_ENVELOPE
+    protocol_errors = {
+        status: response
+        for status, response in responses.items()
+        if status.startswith(("4", "5")) and status not in ("429", "500")
+    }
+    assert protocol_errors or path.startswith("/.well-known")
+    for status, response in protocol_errors.items():
+        json_schema = response["content"]["application/json"]["schema"]
+        # 400 may also be the envelope's bad_request: a form body Django cannot parse at all
+        assert json_schema == OAUTH_ERROR or json_schema["oneOf"] == [OAUTH_ERROR, ERROR_ENVELOPE]
+    assert schema["components"]["schemas"]["OAuthError"]["required"] == ["error"]
+
+
+def _component(schema, name):
+    return schema["components"]["schemas"][name]["properties"]
+
+
+def test_oauth_fields_state_their_formats(schema, settings):
+    authorize = {p["name"]: p for p in schema["paths"]["/oauth/authorize"]["get"]["parameters"]}
+    assert {name for name, p in authorize.items() if p["required"]} == {
+        "response_type",
+        "client_id",
+        "redirect_uri",
+        "state",
+        "code_challenge",
+        "code_challenge_method",
+    }
+    assert authorize["client_id"]["schema"]["format"] == "uuid"
+    assert authorize["client_id"]["schema"]["enum"] == [settings.CLI_CLIENT_ID]
+    challenge = authorize["code_challenge"]["schema"]
+    assert (challenge["minLength"], challenge["maxLength"]) == (43, 43)
+    assert challenge["pattern"] == "^[A-Za-z0-9_-]{43}$"
+    assert authorize["code_challenge_method"]["schema"]["enum"] == ["S256"]
+    assert authorize["response_type"]["schema"]["enum"] == ["code"]
+    assert authorize["state"]["schema"]["minLength"] == 1
+    token = schema["paths"]["/oauth/token"]["post"]["requestBody"]["content"]
+    grants = [
+        _component(schema, ref["$ref"].rsplit("/", 1)[1])["grant_type"]["enum"]
+        for ref in token["application/x-www-form-urlencoded"]["schema"]["oneOf"]
+    ]
+    assert grants == [["authorization_code"], ["refresh_token"]]
+    assert _component(schema, "TokenResponse")["token_type"]["enum"] == ["Bearer"]
+
+
+def test_oauth_token_and_revoke_declare_their_headers(schema):
+    token = schema["paths"]["/oauth/token"]["post"]["responses"]
+    assert token["200"]["headers"]["Cache-Control"]["schema"]["enum"] == ["no-store"]
+    assert token["200"]["headers"]["Pragma"]["schema"]["enum"] == ["no-cache"]
+    for path in ("/oauth/token", "/oauth/revoke"):
+        unauthorized = schema["paths"][path]["post"]["responses"]["401"]
+        assert unauthorized["headers"]["WWW-Authenticate"]["required"] is True
+    revoke = schema["paths"]["/oauth/revoke"]["post"]["responses"]["200"]
+    assert revoke["content"]["application/json"]["schema"] == {"type": "array", "maxItems": 0}
+
+
+@given(st.from_regex(LOOPBACK_REDIRECT_URI_PATTERN, fullmatch=True))
+def test_every_redirect_uri_the_schema_allows_is_accepted(uri):
+    assert loopback_redirect_uri_problem(uri) is None
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://localhost:8080/callback",
+        "https://127.0.0.1:8080/callback",
+        "http://127.0.0.1/callback",
+        "http://127.0.0.1:0/callback",
+        "http://127.0.0.1:65536/callback",
+        "http://127.0.0.1:8080/other",
+        "http://[::1]:8080/callback?x=1",
+    ],
+)
+def test_the_redirect_uri_pattern_refuses_what_the_service_refuses(uri):
+    assert loopback_redirect_uri_problem(uri) is not None
+    assert re.fullmatch(LOOPBACK_REDIRECT_URI_PATTERN, uri) is None
+
+
+def _assert_described(schema, described, response):
+    """The response's body and headers match the schema's description of its status."""
+    media_type = response["Content-Type"].split(";")[0]
+    body_schema = described["content"][media_type]["schema"]
+    jsonschema.validate(response.json(), {**body_schema, "components": schema["components"]})
+    for name, header in described.get("headers", {}).items():
+        if header.get("required"):
+            assert response.has_header(name), name
+        if response.has_header(name):
+            jsonschema.validate(response[name], header["schema"])
+
+
+@pytest.mark.django_db
+def test_a_real_cli_connection_answers_as_described(schema, user, settings):
+    # The contract run cannot mint a code, so the success answers are checked here.
+    cli_application_ensure()
+    browser = Client()
+    browser.force_login(user)
+    verifier, challenge = pkce_pair()
+    callback = approve(browser, authorize_params(code_challenge=challenge))
+
+    exchanged = exchange(Client(), callback["code"], verifier)
+    refreshed = refresh(Client(), exchanged.json()["refresh_token"])
+    revoked = Client().post(
+        "/oauth/revoke",
+        {
+            "client_id": settings.CLI_CLIENT_ID,
+            "token": refreshed.json()["refresh_token"],
+            "token_type_hint": "refresh_token",
+        },
+    )
+
+    token = schema["paths"]["/oauth/token"]["post"]["responses"]
+    for response in (exchanged, refreshed):
+        assert response.status_code == 200
+        _assert_described(schema, token["200"], response)
+    assert revoked.status_code == 200
+    _assert_described(schema, schema["paths"]["/oauth/revoke"]["post"]["responses"]["200"], revoked)
+    reused = refresh(Client(), exchanged.json()["refresh_token"])
+    assert reused.status_code == 400
+    _assert_described(schema, token["400"], reused)

@@ -1,0 +1,469 @@
+"""The OAuth protocol endpoints in /api/schema/ (spec "Discovery and OAuth protocol").
+
+They are django-oauth-toolkit and Django views, not DRF views, so drf-spectacular cannot derive
+them: `oauth_protocol_paths` (a SPECTACULAR_SETTINGS POSTPROCESSING_HOOKS entry) adds their
+OpenAPI description, written from what the views answer (docs/api/oauth.md, tests/oauth_cli):
+form bodies, the `{error, error_description}` object of RFC 6749 §5.2, redirects, the consent
+page, and the business envelope on 429 and 500.
+"""
+
+from django.conf import settings
+
+from config.api.schema import RATE_LIMIT_RESPONSE_HEADERS
+from oauth_cli.authorize import CODE_CHALLENGE_PATTERN
+
+TAG = "oauth"
+FORM = "application/x-www-form-urlencoded"
+ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+OAUTH_ERROR_REF = {"$ref": "#/components/schemas/OAuthError"}
+# 1..65535, as `authorize.loopback_redirect_uri_problem` requires (RFC 8252 §7.3).
+_PORT = r"([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+LOOPBACK_REDIRECT_URI_PATTERN = rf"^http://(127\.0\.0\.1|\[::1\]):{_PORT}/callback$"
+# RFC 7636 §4.1: 43 to 128 unreserved characters.
+CODE_VERIFIER_PATTERN = r"^[A-Za-z0-9._~-]{43,128}$"
+# Django's CSRF token: the 32-character secret or its 64-character masked form.
+CSRF_TOKEN_PATTERN = r"^[A-Za-z0-9]{32}([A-Za-z0-9]{32})?$"
+
+
+def _header(schema: dict, description: str, required: bool = True) -> dict:
+    return {"schema": schema, "description": description, "required": required}
+
+
+# What the 429 headers mean here: the budget is per client IP and endpoint, not per credential.
+_RATE_LIMIT_HEADER_DESCRIPTIONS = {
+    "Retry-After": "Seconds to wait before retrying.",
+    "X-RateLimit-Limit": "Requests per minute from one client IP to this endpoint.",
+    "X-RateLimit-Remaining": "Requests left in the current window (0).",
+    "X-RateLimit-Reset": "Not sent by the protocol endpoints.",
+}
+
+
+def _rate_limit_headers() -> dict:
+    """The 429 headers every operation declares (config.api.schema, same types and required
+    flags), for the protocol endpoints' budget (oauth_cli.views.rate_limited_response)."""
+    return {
+        parameter.name: _header(
+            parameter.type, _RATE_LIMIT_HEADER_DESCRIPTIONS[parameter.name], parameter.required
+        )
+        for parameter in RATE_LIMIT_RESPONSE_HEADERS
+    }
+
+
+NO_STORE = _header({"type": "string", "enum": ["no-store"]}, "Never cached.")
+NO_CACHE_PRAGMA = _header({"type": "string", "enum": ["no-cache"]}, "HTTP/1.0 no-cache.")
+LOCATION = _header({"type": "string"}, "Where the browser goes next.")
+
+
+def _json(schema: dict, description: str, headers: dict | None = None) -> dict:
+    response = {"description": description, "content": {"application/json": {"schema": schema}}}
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+def _common_errors() -> dict:
+    """429 and 500 are the business envelope on every protocol endpoint (spec "Errors" 3)."""
+    return {
+        "429": {
+            **_json(ENVELOPE_REF, "Too many requests from this client IP (business envelope)."),
+            "headers": _rate_limit_headers(),
+        },
+        "500": _json(ENVELOPE_REF, "Server error (business envelope)."),
+    }
+
+
+def _protocol_error(description: str, *, html: bool = False, headers: dict | None = None):
+    """`{error, error_description}`; the authorization endpoint shows it as a page instead when
+    the request's Accept contains text/html (a browser)."""
+    response = _json(OAUTH_ERROR_REF, description, headers)
+    if html:
+        response["content"]["text/html"] = {"schema": {"type": "string"}}
+    return response
+
+
+def _malformed_or_protocol_error(description: str, *, html: bool = False) -> dict:
+    """400: a protocol error, or the envelope's `bad_request` when Django cannot parse the form
+    body at all (a multipart body without a boundary), before the view runs."""
+    response = _protocol_error(description, html=html)
+    response["content"]["application/json"]["schema"] = {"oneOf": [OAUTH_ERROR_REF, ENVELOPE_REF]}
+    return response
+
+
+def _ref(component: str) -> dict:
+    return {"$ref": f"#/components/schemas/{component}"}
+
+
+def _form_operation(operation_id: str, summary: str, body: dict, security, responses) -> dict:
+    """An operation whose required body is an HTML form (application/x-www-form-urlencoded)."""
+    return {
+        "operationId": operation_id,
+        "summary": summary,
+        "tags": [TAG],
+        "security": security,
+        "requestBody": {"required": True, "content": {FORM: {"schema": body}}},
+        "responses": responses,
+    }
+
+
+def _schemas() -> dict:
+    cli = settings.CLI_CLIENT_ID
+    client_id = {
+        "type": "string",
+        "format": "uuid",
+        "enum": [cli],
+        "description": "The official CLI's client id, the only registered client; any other "
+        "is `invalid_client`.",
+    }
+    public_client_id = {
+        **client_id,
+        "description": "The public client's id; or send it as legacy Basic auth.",
+    }
+    grant_types = settings.OAUTH2_PROVIDER["OAUTH2_GRANT_TYPES_SUPPORTED"]
+
+    def grant(grant_type: str, description: str, **fields) -> dict:
+        """A token request body: every field of the grant is required; client_id is not."""
+        return {
+            "type": "object",
+            "description": description,
+            "properties": {
+                "grant_type": {"type": "string", "enum": [grant_type]},
+                "client_id": public_client_id,
+                **fields,
+            },
+            "required": ["grant_type", *fields],
+        }
+
+    return {
+        "OAuthError": {
+            "type": "object",
+            "description": "RFC 6749 §5.2 error object; `error_description` may be absent.",
+            "properties": {
+                "error": {"type": "string", "example": "invalid_request"},
+                "error_description": {"type": "string"},
+            },
+            "required": ["error"],
+        },
+        "AuthorizationServerMetadata": {
+            "type": "object",
+            "description": "RFC 8414 authorization server metadata.",
+            "properties": {
+                "issuer": {"type": "string", "format": "uri"},
+                "authorization_endpoint": {"type": "string", "format": "uri"},
+                "token_endpoint": {"type": "string", "format": "uri"},
+                "revocation_endpoint": {"type": "string", "format": "uri"},
+                **{
+                    name: {"type": "array", "items": {"type": "string", "enum": values}}
+                    for name, values in [
+                        ("response_types_supported", ["code"]),
+                        ("grant_types_supported", grant_types),
+                        ("code_challenge_methods_supported", ["S256"]),
+                        ("token_endpoint_auth_methods_supported", ["none"]),
+                        ("revocation_endpoint_auth_methods_supported", ["none"]),
+                        ("scopes_supported", [settings.OAUTH_SCOPE_ADMIN]),
+                    ]
+                },
+            },
+            "required": [
+                "issuer",
+                "authorization_endpoint",
+                "token_endpoint",
+                "revocation_endpoint",
+                "response_types_supported",
+                "grant_types_supported",
+                "code_challenge_methods_supported",
+                "token_endpoint_auth_methods_supported",
+                "revocation_endpoint_auth_methods_supported",
+                "scopes_supported",
+            ],
+        },
+        "ConsentApprovalForm": {
+            "type": "object",
+            "description": "The consent page's Approve form; with `_method=DELETE` it refuses.",
+            "properties": {
+                "auth_token": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The single-use token of the consent page this answers.",
+                },
+                "client_id": {**client_id, "description": "Required to approve."},
+                "state": {"type": "string", "minLength": 1, "description": "Required to approve."},
+                "_token": {"type": "string", "pattern": CSRF_TOKEN_PATTERN, "description": "CSRF."},
+                "_method": {
+                    "type": "string",
+                    "enum": ["DELETE"],
+                    "description": "Refuse instead of approve (the page's Refuse button).",
+                },
+            },
+            "required": ["auth_token", "_token"],
+        },
+        "ConsentRefusalForm": {
+            "type": "object",
+            "properties": {
+                "auth_token": {"type": "string", "minLength": 1},
+                "client_id": {**client_id, "description": "Optional; checked when given."},
+                "state": {"type": "string", "minLength": 1},
+                "_token": {"type": "string", "pattern": CSRF_TOKEN_PATTERN, "description": "CSRF."},
+            },
+            "required": ["auth_token", "_token"],
+        },
+        "AuthorizationCodeTokenRequest": grant(
+            "authorization_code",
+            "RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.5).",
+            code={"type": "string", "minLength": 1},
+            redirect_uri={"type": "string", "pattern": LOOPBACK_REDIRECT_URI_PATTERN},
+            code_verifier={"type": "string", "pattern": CODE_VERIFIER_PATTERN},
+        ),
+        "RefreshTokenRequest": grant(
+            "refresh_token",
+            "RFC 6749 §6; the refresh token rotates.",
+            refresh_token={"type": "string", "minLength": 1},
+        ),
+        "TokenResponse": {
+            "type": "object",
+            "properties": {
+                "access_token": {"type": "string"},
+                "token_type": {"type": "string", "enum": ["Bearer"]},
+                "expires_in": {
+                    "type": "integer",
+                    "description": "Seconds until the access token expires.",
+                },
+                "scope": {"type": "string", "enum": [settings.OAUTH_SCOPE_ADMIN]},
+                "refresh_token": {"type": "string"},
+            },
+            "required": ["access_token", "token_type", "expires_in", "scope", "refresh_token"],
+        },
+        "RevocationRequest": {
+            "type": "object",
+            "description": "RFC 7009 §2.1; any token of the CLI disconnects the installation.",
+            "properties": {
+                "client_id": public_client_id,
+                "token": {"type": "string", "minLength": 1},
+                "token_type_hint": {
+                    "type": "string",
+                    "example": "refresh_token",
+                    "description": "A hint only: unknown values are ignored.",
+                },
+            },
+            "required": ["token"],
+        },
+    }
+
+
+def _authorize_query_parameters() -> list[dict]:
+    def query(name: str, schema: dict, description: str, required: bool = True) -> dict:
+        return {
+            "name": name,
+            "in": "query",
+            "required": required,
+            "schema": schema,
+            "description": description,
+        }
+
+    return [
+        query("response_type", {"type": "string", "enum": ["code"]}, "Authorization code flow."),
+        query(
+            "client_id",
+            {"type": "string", "format": "uuid", "enum": [settings.CLI_CLIENT_ID]},
+            "The CLI's client id; any other is `invalid_client` (400, not redirected).",
+        ),
+        query(
+            "redirect_uri",
+            {"type": "string", "pattern": LOOPBACK_REDIRECT_URI_PATTERN},
+            "The CLI's loopback callback, any port (RFC 8252 §7.3); `localhost` is refused.",
+        ),
+        query(
+            "scope",
+            {"type": "string", "enum": [settings.OAUTH_SCOPE_ADMIN]},
+            "Defaults to admin.",
+            required=False,
+        ),
+        query("state", {"type": "string", "minLength": 1}, "Returned with the code."),
+        query(
+            "code_challenge",
+            {
+                "type": "string",
+                "minLength": 43,
+                "maxLength": 43,
+                "pattern": CODE_CHALLENGE_PATTERN.pattern,
+            },
+            "BASE64URL(SHA-256(code_verifier)) without padding (RFC 7636 §4.2).",
+        ),
+        query("code_challenge_method", {"type": "string", "enum": ["S256"]}, "PKCE method."),
+    ]
+
+
+def _authorize_answer_responses() -> dict:
+    """What POST (approve) and DELETE (refuse) answer."""
+    return {
+        "303": {
+            "description": "Back to the CLI's callback: `code` and `state` (approved), or "
+            "`error=access_denied` and `state` (refused).",
+            "headers": {"Location": LOCATION, "Cache-Control": NO_STORE},
+        },
+        "400": _malformed_or_protocol_error(
+            "`invalid_request`: unknown, used or expired `auth_token`, another user's, or a "
+            "`client_id`/`state` that differs from the authorization request.",
+            html=True,
+        ),
+        "401": _protocol_error("`access_denied`: no signed-in browser session.", html=True),
+        "403": _protocol_error(
+            "`invalid_request`: CSRF token (`_token`) missing or wrong.", html=True
+        ),
+        **_common_errors(),
+        "503": _protocol_error(
+            "`temporarily_unavailable`: the answer could not be recorded as used.", html=True
+        ),
+    }
+
+
+def _paths() -> dict:
+    invalid_client = _protocol_error(
+        "`invalid_client`: unknown client id or wrong Basic credential.",
+        headers={
+            "WWW-Authenticate": _header({"type": "string"}, 'Bearer error="invalid_client"'),
+            "Cache-Control": NO_STORE,
+        },
+    )
+    client_security = [{}, {"clientBasic": []}]
+    browser = [{"browserSession": []}]
+    return {
+        "/.well-known/oauth-authorization-server": {
+            "get": {
+                "operationId": "oauth_authorization_server_metadata",
+                "summary": "Authorization server metadata (RFC 8414)",
+                "tags": [TAG],
+                "security": [{}],
+                "responses": {
+                    "200": _json(
+                        _ref("AuthorizationServerMetadata"),
+                        "The discovery document.",
+                        {"Cache-Control": _header({"type": "string"}, "Cacheable for an hour.")},
+                    ),
+                    **_common_errors(),
+                },
+            }
+        },
+        "/oauth/authorize": {
+            "get": {
+                "operationId": "oauth_authorize",
+                "summary": "Consent page of the authorization request (RFC 6749 §4.1.1)",
+                "tags": [TAG],
+                "security": [{"browserSession": []}, {}],
+                "parameters": _authorize_query_parameters(),
+                "responses": {
+                    "200": {
+                        "description": "The consent page, for a signed-in browser.",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                        "headers": {
+                            "Content-Security-Policy": _header({"type": "string"}, "No script."),
+                            "X-Frame-Options": _header({"type": "string", "enum": ["DENY"]}, ""),
+                            "Referrer-Policy": _header(
+                                {"type": "string", "enum": ["no-referrer"]}, ""
+                            ),
+                            "Cache-Control": NO_STORE,
+                        },
+                    },
+                    "302": {
+                        "description": "To the sign-in page (anonymous browser, then back "
+                        "here), or to the callback with `error`, `error_description` and "
+                        "`state` when a rule after client and redirect URI fails "
+                        "(RFC 6749 §4.1.2.1).",
+                        "headers": {"Location": LOCATION},
+                    },
+                    "303": {
+                        "description": "To the callback with `error` and `state`, for an "
+                        "error django-oauth-toolkit finds after our checks (e.g. an empty "
+                        "scope: `invalid_scope`).",
+                        "headers": {"Location": LOCATION, "Cache-Control": NO_STORE},
+                    },
+                    "400": _protocol_error(
+                        "Not redirected (RFC 6749 §4.1.2.1): `invalid_request` (client_id or "
+                        "redirect_uri missing, repeated or not a loopback callback) or "
+                        "`invalid_client`.",
+                        html=True,
+                    ),
+                    **_common_errors(),
+                },
+            },
+            "post": _form_operation(
+                "oauth_authorize_approve",
+                "Approve the consent page (or refuse with `_method=DELETE`)",
+                _ref("ConsentApprovalForm"),
+                browser,
+                _authorize_answer_responses(),
+            ),
+            "delete": _form_operation(
+                "oauth_authorize_refuse",
+                "Refuse the consent page",
+                _ref("ConsentRefusalForm"),
+                browser,
+                _authorize_answer_responses(),
+            ),
+        },
+        "/oauth/token": {
+            "post": _form_operation(
+                "oauth_token",
+                "Exchange a code or rotate a refresh token",
+                {"oneOf": [_ref("AuthorizationCodeTokenRequest"), _ref("RefreshTokenRequest")]},
+                client_security,
+                {
+                    "200": _json(
+                        _ref("TokenResponse"),
+                        "A new token pair.",
+                        {"Cache-Control": NO_STORE, "Pragma": NO_CACHE_PRAGMA},
+                    ),
+                    "400": _malformed_or_protocol_error(
+                        "`invalid_grant` (unknown, used or expired code or refresh token; "
+                        "verifier or redirect_uri mismatch), `invalid_request`, "
+                        "`unsupported_grant_type`, `unauthorized_client`."
+                    ),
+                    "401": invalid_client,
+                    **_common_errors(),
+                },
+            )
+        },
+        "/oauth/revoke": {
+            "post": _form_operation(
+                "oauth_revoke",
+                "Revoke a token: disconnects the CLI installation (RFC 7009)",
+                _ref("RevocationRequest"),
+                client_security,
+                {
+                    "200": _json(
+                        {"type": "array", "maxItems": 0},
+                        "Revoked, or the token was unknown (RFC 7009 §2.2): `[]`.",
+                        {"Cache-Control": NO_STORE},
+                    ),
+                    "400": _malformed_or_protocol_error("`invalid_request`: no `token`."),
+                    "401": invalid_client,
+                    **_common_errors(),
+                },
+            )
+        },
+    }
+
+
+def _security_schemes() -> dict:
+    return {
+        "browserSession": {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": settings.SESSION_COOKIE_NAME,
+            "description": "The browser's sign-in session (with the CSRF cookie and `_token`).",
+        },
+        "clientBasic": {
+            "type": "http",
+            "scheme": "basic",
+            "description": "Legacy: `client_id:` (empty secret). The CLI sends `client_id` "
+            "in the form instead.",
+        },
+    }
+
+
+def oauth_protocol_paths(result, generator, request, public, **kwargs):
+    """POSTPROCESSING_HOOKS entry: adds the protocol endpoints, their components and tag."""
+    components = result.setdefault("components", {})
+    components.setdefault("schemas", {}).update(_schemas())
+    components.setdefault("securitySchemes", {}).update(_security_schemes())
+    result.setdefault("paths", {}).update(_paths())
+    return result
