@@ -1,7 +1,9 @@
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from django.core.cache import cache
+from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from config.api import ratelimit
@@ -73,3 +75,11 @@ def frozen_rate_limit_clock(monkeypatch):
     never fall into two windows (a fresh budget mid-test), and Reset/Retry-After are exact."""
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW))
     return FROZEN_RATE_LIMIT_NOW
+
+
+@pytest.fixture(scope="session")
+def schema(tmp_path_factory):
+    """The OpenAPI document as /api/schema/ serves it, generated once per run."""
+    target = tmp_path_factory.mktemp("schema") / "schema.yaml"
+    call_command("spectacular", "--file", str(target))
+    return yaml.safe_load(target.read_text())

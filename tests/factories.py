@@ -1,9 +1,14 @@
+from datetime import timedelta
+
 import factory
+from django.db import transaction
+from django.utils import timezone
 
 from accounts.abilities import ALL, ROLE_OWNER
 from accounts.models import User
 from accounts.services import api_key_create
 from coupons.models import Coupon
+from events.models import Event
 from stores.models import Membership, Store
 
 
@@ -63,3 +68,21 @@ class CouponFactory(factory.django.DjangoModelFactory):
     type = Coupon.TYPE_AMOUNT
     discount = 5
     store_wide = True
+
+
+def old_events(store, count: int, age_days: int = 31) -> list[Event]:
+    """`count` events of `store` older than retention by default (bulk, one transaction)."""
+    occurred_at = timezone.now() - timedelta(days=age_days)
+    with transaction.atomic():
+        return Event.objects.bulk_create(
+            Event(
+                store=store,
+                type="coupon.updated",
+                version=1,
+                subject_type="coupon",
+                subject_id=str(n),
+                data={},
+                occurred_at=occurred_at,
+            )
+            for n in range(count)
+        )

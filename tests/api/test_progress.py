@@ -8,13 +8,11 @@ import select
 import struct
 import sys
 import termios
-from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.utils import timezone
 
-from events.models import Event
+from tests.factories import old_events
 
 
 @pytest.fixture
@@ -53,7 +51,7 @@ def _commands(store) -> dict[str, tuple]:
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", ["simulate_orders", "prune_events", "oauth_prune"])
 def test_a_terminal_gets_a_progress_bar(store, terminal, monkeypatch, name):
-    _old_events(store)
+    old_events(store, 3)
     stream, written = terminal
     # In the test body: pytest's output capture puts its own sys.stderr back after setup.
     monkeypatch.setattr(sys, "stderr", stream)
@@ -65,7 +63,7 @@ def test_a_terminal_gets_a_progress_bar(store, terminal, monkeypatch, name):
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", ["simulate_orders", "prune_events", "oauth_prune"])
 def test_without_a_terminal_nothing_but_the_result_is_written(store, monkeypatch, name):
-    _old_events(store)
+    old_events(store, 3)
     captured = io.StringIO()  # not a TTY: a log file, cron, a pipe
     monkeypatch.setattr(sys, "stderr", captured)
     out = io.StringIO()
@@ -74,19 +72,3 @@ def test_without_a_terminal_nothing_but_the_result_is_written(store, monkeypatch
     assert captured.getvalue() == ""
     assert out.getvalue()  # the result line
     assert bar.split(":")[0] not in out.getvalue()
-
-
-def _old_events(store) -> None:
-    old = timezone.now() - timedelta(days=40)
-    Event.objects.bulk_create(
-        Event(
-            store=store,
-            type="coupon.updated",
-            version=1,
-            subject_type="coupon",
-            subject_id=str(n),
-            data={},
-            occurred_at=old,
-        )
-        for n in range(3)
-    )

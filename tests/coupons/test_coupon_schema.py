@@ -2,15 +2,6 @@
 derived from the serializer, FilterSet, paginator and idempotency classes."""
 
 import pytest
-import yaml
-from django.core.management import call_command
-
-
-@pytest.fixture(scope="module")
-def schema(tmp_path_factory):
-    target = tmp_path_factory.mktemp("schema") / "schema.yaml"
-    call_command("spectacular", "--file", str(target))
-    return yaml.safe_load(target.read_text())
 
 
 def component(schema, ref):

@@ -3,30 +3,13 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from events.models import Event
 from events.services import events_prune
 from events.tasks import events_prune_task
 from tests.events.conftest import record_committed
-
-
-def _old_events(store, count: int, age_days: int = 31) -> list[Event]:
-    occurred_at = timezone.now() - timedelta(days=age_days)
-    with transaction.atomic():
-        return Event.objects.bulk_create(
-            Event(
-                store=store,
-                type="coupon.updated",
-                version=1,
-                subject_type="coupon",
-                subject_id=str(n),
-                data={},
-                occurred_at=occurred_at,
-            )
-            for n in range(count)
-        )
+from tests.factories import old_events
 
 
 @pytest.mark.django_db
@@ -34,10 +17,10 @@ def test_prune_deletes_10000_old_events_in_batches_and_keeps_recent_ones(
     store, other_store, caplog
 ):
     # given 10,000 events past retention (two stores) and recent ones
-    _old_events(store, 6_000)
-    _old_events(other_store, 4_000)
+    old_events(store, 6_000)
+    old_events(other_store, 4_000)
     fresh = record_committed(store)
-    boundary = _old_events(store, 1, age_days=29)[0]
+    boundary = old_events(store, 1, age_days=29)[0]
     # when
     with caplog.at_level(logging.INFO, logger="events.services"):
         deleted = events_prune(batch_size=1_000)
@@ -51,7 +34,7 @@ def test_prune_deletes_10000_old_events_in_batches_and_keeps_recent_ones(
 
 @pytest.mark.django_db
 def test_prune_task_is_scheduled_and_runs(store):
-    _old_events(store, 3)
+    old_events(store, 3)
     schedule = settings.CELERY_BEAT_SCHEDULE["events-prune"]
     assert schedule["task"] == "events.prune"
     events_prune_task()
@@ -107,7 +90,7 @@ def test_a_caught_up_cursor_survives_the_pruning_of_what_it_has_seen(auth_client
 def test_pruning_another_store_does_not_expire_this_stores_cursor(auth_client, store, other_store):
     record_committed(store)
     cursor = auth_client.get("/api/v2/events").json()["meta"]["next_cursor"]
-    _old_events(other_store, 5)
+    old_events(other_store, 5)
     events_prune()
     assert auth_client.get("/api/v2/events", {"cursor": cursor}).status_code == 200
 
@@ -175,7 +158,7 @@ def test_overlapping_prune_runs_delete_each_event_once(store, other_store):
     from events.models import EventPruneMark
 
     # given
-    created = _old_events(store, 1_500) + _old_events(other_store, 1_500)
+    created = old_events(store, 1_500) + old_events(other_store, 1_500)
     highest = {
         store_id: max((e.txid, e.id) for e in created if e.store_id == store_id)
         for store_id in (store.pk, other_store.pk)
@@ -210,7 +193,7 @@ def test_prune_events_command_reports_what_it_deleted(store):
 
     from django.core.management import call_command
 
-    _old_events(store, 4)
+    old_events(store, 4)
     out = io.StringIO()
     call_command("prune_events", "--batch-size", "3", stdout=out)
     assert "Deleted 4 events." in out.getvalue()
@@ -237,7 +220,7 @@ def test_a_caught_up_order_events_cursor_survives_pruning_of_other_events(auth_c
     url = f"/api/v2/orders/{order.pk}/events"
     first = auth_client.get(url)
     assert len(_ids(first)) == 1
-    _old_events(store, 3)
+    old_events(store, 3)
     polled = auth_client.get(url, {"cursor": _next(first)})
     assert _ids(polled) == []
     # when retention deletes the other events: the store's prune mark moves past the order's
@@ -264,7 +247,7 @@ def test_a_caught_up_type_filtered_cursor_survives_pruning_of_other_events(auth_
     record_committed(store, type="coupon.created")
     first = auth_client.get("/api/v2/events", params)
     assert len(_ids(first)) == 1
-    _old_events(store, 3)  # coupon.updated
+    old_events(store, 3)  # coupon.updated
     polled = auth_client.get("/api/v2/events", {**params, "cursor": _next(first)})
     assert _ids(polled) == []
     # when
@@ -285,7 +268,7 @@ def test_a_filtered_cursor_catching_up_survives_pruning_of_other_events_between_
     # given a `type=` poller one page into its backlog; other events lie between its matches
     params = {"type": "coupon.created", "limit": 1}
     first_match = record_committed(store, type="coupon.created", subject=("coupon", "1"))
-    _old_events(store, 2)  # coupon.updated
+    old_events(store, 2)  # coupon.updated
     second_match = record_committed(store, type="coupon.created", subject=("coupon", "2"))
     first = auth_client.get("/api/v2/events", params)
     assert _ids(first) == [first_match.id]
@@ -302,7 +285,7 @@ def test_a_filtered_cursor_whose_unseen_matching_events_were_pruned_is_410(auth_
     # given a caught-up `type=` poller (past some events of another type) that stops polling
     params = {"type": "coupon.created"}
     record_committed(store, type="coupon.created", subject=("coupon", "1"))
-    _old_events(store, 2)  # coupon.updated
+    old_events(store, 2)  # coupon.updated
     cursor = _next(auth_client.get("/api/v2/events", params))
     # while a matching event is recorded and then ages past retention unseen
     unseen = record_committed(store, type="coupon.created", subject=("coupon", "2"))

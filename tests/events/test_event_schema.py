@@ -4,17 +4,8 @@ generates its requests from them, so a looser schema would make it send requests
 import re
 
 import pytest
-import yaml
-from django.core.management import call_command
 
 from events.registry import EVENT_TYPES, SUBJECT_TYPES
-
-
-@pytest.fixture(scope="module")
-def schema(tmp_path_factory):
-    target = tmp_path_factory.mktemp("schema") / "schema.yaml"
-    call_command("spectacular", "--file", str(target))
-    return yaml.safe_load(target.read_text())
 
 
 def _parameters(schema, path) -> dict:

@@ -2,8 +2,6 @@
 the idempotent() decorator: it states every rule a schema can state."""
 
 import pytest
-import yaml
-from django.core.management import call_command
 
 from config.api.idempotency import KEY_PATTERN_SOURCE
 from events.registry import EVENT_TYPES
@@ -15,13 +13,6 @@ DESTINATION = "/api/v2/webhook-destination"
 ROTATE = "/api/v2/webhook-destination/rotate-secret"
 DELIVERIES = "/api/v2/webhook-deliveries"
 REPLAY = "/api/v2/webhook-deliveries/{delivery}/replay"
-
-
-@pytest.fixture(scope="module")
-def schema(tmp_path_factory):
-    target = tmp_path_factory.mktemp("schema") / "schema.yaml"
-    call_command("spectacular", "--file", str(target))
-    return yaml.safe_load(target.read_text())
 
 
 def resolve(schema, node):
