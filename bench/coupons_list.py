@@ -57,6 +57,9 @@ def bench_environment(repo: Path = REPO) -> dict[str, str]:
     env.update(
         DJANGO_SETTINGS_MODULE="bench.coupons_settings",
         SECRET_KEY=secrets.token_urlsafe(38)[:50],
+        # Production settings over plain HTTP on loopback: the hosts wrk calls, no redirect.
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        SECURE_SSL_REDIRECT="false",
         API_RATE_LIMIT_PER_MINUTE="1000000000",
         LOG_LEVEL="WARNING",
         PYTHONPATH=str(repo),

@@ -21,6 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
+os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 os.environ.setdefault("OAUTH_RATE_LIMIT_PER_MINUTE", "100000000")
 os.environ.setdefault("LOG_LEVEL", "ERROR")
 
