@@ -3,7 +3,7 @@ and a replay action. Every change goes through webhooks.services."""
 
 from django.contrib import admin, messages
 
-from config.api.errors import ApiError
+from config.api.errors import ApiError, RateLimited
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (
     delivery_replay,
@@ -103,6 +103,13 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         for delivery in queryset.select_related("store"):
             try:
                 new = delivery_replay(store=delivery.store, delivery_id=delivery.pk)
+            except RateLimited as error:
+                # The store's replay cap (services.delivery_replay) binds the admin too.
+                self.message_user(
+                    request,
+                    f"{delivery.pk}: {error.message} (retry after {error.retry_after} s)",
+                    messages.ERROR,
+                )
             except ApiError as error:
                 self.message_user(request, f"{delivery.pk}: {error.message}", messages.ERROR)
             else:
