@@ -5,7 +5,8 @@ Delivery lifecycle (DESIGN.md "Webhooks"): created `pending` in the event's tran
 -> attempt sent -> `succeeded` on a 2xx, else `pending` again with `next_attempt_at` on the
 retry schedule, then `failed` after the last retry. New deliveries are sent by a drain of their
 destination, queued on commit; a retry is queued as its own send task; the beat sweeper queues
-again any due delivery whose message was lost.
+a drain of each destination with a due delivery whose message was lost. Every send holds one
+of its destination's few send slots (attempts.destination_slot), so no store fills the workers.
 """
 
 import base64
