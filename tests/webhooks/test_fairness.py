@@ -235,3 +235,25 @@ def test_the_admin_replay_action_is_capped_too(store, receiver, replay_cap):
     shown = [str(message) for message in response.context["messages"]]
     assert sum("replayed as" in message for message in shown) == 2
     assert any("replays per store" in m and "retry after" in m for m in shown), shown
+
+
+@pytest.mark.django_db
+def test_a_capped_replay_keeps_its_idempotency_key_usable(auth_client, store, receiver, replay_cap):
+    from webhooks.services import delivery_replay
+
+    destination_for(store, receiver.url)
+    original = WebhookDelivery.objects.get(event=record_order_completed(store))
+    first = delivery_replay(store=store, delivery_id=original.pk)
+    delivery_replay(store=store, delivery_id=original.pk)
+    url = f"{LIST_URL}/{original.pk}/replay"
+
+    refused = auth_client.post(url, {}, HTTP_IDEMPOTENCY_KEY="replay-after-the-cap")
+    WebhookDelivery.objects.filter(pk=first.pk).update(
+        created_at=timezone.now() - timedelta(seconds=601)
+    )
+    retried = auth_client.post(url, {}, HTTP_IDEMPOTENCY_KEY="replay-after-the-cap")
+
+    # a 429 is not stored under the key: the same key is tried again once there is room
+    assert refused.status_code == 429
+    assert retried.status_code == 201, retried.json()
+    assert "Idempotent-Replayed" not in retried
