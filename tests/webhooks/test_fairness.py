@@ -257,3 +257,26 @@ def test_a_capped_replay_keeps_its_idempotency_key_usable(auth_client, store, re
     assert refused.status_code == 429
     assert retried.status_code == 201, retried.json()
     assert "Idempotent-Replayed" not in retried
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dead_workers_slots_free_at_once(store, receiver):
+    from django.db import connections
+
+    from webhooks.attempts import SLOT_LOCK_NAMESPACE
+
+    destination = destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    # another worker's connection holds both slots...
+    other = connections.create_connection("default")
+    with other.cursor() as cursor:
+        for slot in range(2):
+            cursor.execute(
+                "SELECT pg_advisory_lock(%s, %s)", [SLOT_LOCK_NAMESPACE + slot, destination.pk]
+            )
+    assert delivery_send(delivery_id=delivery.pk) is None
+
+    # ...and dies: its connection closes, no cleanup of ours runs
+    other.close()
+
+    assert delivery_send(delivery_id=delivery.pk) == "succeeded"
