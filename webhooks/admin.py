@@ -6,7 +6,7 @@ from django.contrib.auth import get_permission_codename
 from django.urls import reverse
 
 from accounts.admin_secrets import secret_shown_once_response
-from config.api.errors import ApiError
+from config.api.errors import ApiError, RateLimited
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (
     delivery_replay,
@@ -116,6 +116,13 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         for delivery in queryset.select_related("store"):
             try:
                 new = delivery_replay(store=delivery.store, delivery_id=delivery.pk)
+            except RateLimited as error:
+                # The store's replay cap (services.delivery_replay) binds the admin too.
+                self.message_user(
+                    request,
+                    f"{delivery.pk}: {error.message} (retry after {error.retry_after} s)",
+                    messages.ERROR,
+                )
             except ApiError as error:
                 self.message_user(request, f"{delivery.pk}: {error.message}", messages.ERROR)
             else:

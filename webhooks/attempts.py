@@ -3,6 +3,7 @@
 See services.py for the lifecycle; these are the writes of a worker's attempt.
 """
 
+import contextlib
 import json
 import logging
 import time
@@ -384,12 +385,85 @@ def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) ->
     return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
 
 
+# Advisory-lock namespace of the destinations' send slots (first key: namespace + slot number,
+# second: the destination id folded into int4; a fold collision only shares slots).
+SLOT_LOCK_NAMESPACE = 0x57480000
+
+
+@contextlib.contextmanager
+def destination_slot(destination_id):
+    """Holds one of the destination's WEBHOOKS_DESTINATION_CONCURRENCY send slots while the
+    block runs; yields False (holding nothing) when all are taken.
+
+    A slot is a PostgreSQL session advisory lock: it needs no cleanup when its worker dies
+    (the server releases it with the connection, at once, where a cache key would wait out a
+    timeout). Under SQLite (`make run`, one worker) there is no bound.
+    """
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    folded = int(destination_id) & 0x7FFFFFFF
+    slot = None
+    with connection.cursor() as cursor:
+        for number in range(max(1, settings.WEBHOOKS_DESTINATION_CONCURRENCY)):
+            cursor.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", [SLOT_LOCK_NAMESPACE + number, folded]
+            )
+            if cursor.fetchone()[0]:
+                slot = number
+                break
+    try:
+        yield slot is not None
+    finally:
+        if slot is not None:
+            # A broken connection has released it already.
+            with contextlib.suppress(Exception), connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_advisory_unlock(%s, %s)", [SLOT_LOCK_NAMESPACE + slot, folded]
+                )
+
+
+def _destination_has_due(destination_id) -> bool:
+    now = timezone.now()
+    return (
+        WebhookDelivery.objects.filter(
+            destination_id=destination_id,
+            status=WebhookDelivery.STATUS_PENDING,
+            next_attempt_at__lte=now,
+        )
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .exists()
+    )
+
+
+def _slot_released(destination_id, *, more_due: bool | None = None) -> None:
+    """After a slot is released: a drain or send that found every slot taken ended without a
+    trace, leaving its deliveries to the slot holders; so each holder, once it let go, queues
+    a drain if anything is still due. Looking after the release closes the gap: whoever failed
+    to get this slot did so before, and its deliveries are due now."""
+    if more_due or _destination_has_due(destination_id):
+        destination_drain_continue(destination_id)
+
+
 def delivery_send(*, delivery_id) -> str | None:
-    """One attempt of a delivery, if it is due and free; returns its new status or None."""
-    claim = delivery_claim(delivery_id=delivery_id)
-    if claim is None:
-        return None
-    return _attempt_make(*claim)
+    """One attempt of a delivery, if it is due and free and its destination has a free send
+    slot; returns its new status or None (a delivery left waiting is sent by a drain)."""
+    destination_id = (
+        WebhookDelivery.objects.filter(pk=delivery_id)
+        .values_list("destination_id", flat=True)
+        .first()
+    )
+    if destination_id is None:
+        # Unknown, or its destination was deleted: the claim settles it without sending.
+        claim = delivery_claim(delivery_id=delivery_id)
+        return _attempt_make(*claim) if claim else None
+    with destination_slot(destination_id) as held:
+        if not held:
+            return None
+        claim = delivery_claim(delivery_id=delivery_id)
+        status = _attempt_make(*claim) if claim else None
+    _slot_released(destination_id)
+    return status
 
 
 def destination_drain(*, destination_id) -> int:
@@ -401,18 +475,29 @@ def destination_drain(*, destination_id) -> int:
     then looking once more, so a delivery committed while the marker was still set (and so not
     queued) is sent by this drain. Out of time with more due, it queues its successor, which
     goes to the back of the queue: other destinations' work is not held up behind a backlog.
+
+    It sends only while holding one of the destination's send slots (destination_slot); with
+    every slot taken it ends at once, and a slot holder queues the next drain (_slot_released).
     """
+    with destination_slot(destination_id) as held:
+        if not held:
+            return 0
+        claimed, out_of_time = _destination_drain_slotted(destination_id)
+    _slot_released(destination_id, more_due=out_of_time)
+    return claimed
+
+
+def _destination_drain_slotted(destination_id) -> tuple[int, bool]:
     started = time.monotonic()
     claimed = 0
     marker_held = True
     while True:
         if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
-            destination_drain_continue(destination_id)
-            return claimed
+            return claimed, True
         claim = _delivery_claim_next(destination_id=destination_id)
         if claim is None:
             if not marker_held:
-                return claimed
+                return claimed, False
             destination_drain_marker_clear(destination_id)
             marker_held = False
             continue

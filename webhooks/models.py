@@ -85,6 +85,10 @@ class WebhookDelivery(models.Model):
     # Claim of the worker sending the current attempt (see attempts.delivery_claim).
     lease_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
+    # Id of the delivery this one replays (null for one created by its event); replays are
+    # capped per store per window (services.delivery_replay). A plain column, not a foreign
+    # key: an audit note that needs no index for deletes (deliveries go with their event).
+    replay_of = models.UUIDField(null=True, blank=True)
     # When a send message was last queued; the sweeper re-queues due deliveries after a while.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -98,6 +102,12 @@ class WebhookDelivery(models.Model):
                 fields=["next_attempt_at"],
                 name="delivery_due_idx",
                 condition=models.Q(status="pending"),
+            ),
+            # The replay cap counts a store's recent replays.
+            models.Index(
+                fields=["store", "created_at"],
+                name="delivery_store_replays_idx",
+                condition=models.Q(replay_of__isnull=False),
             ),
             # A destination's drain claims its oldest due delivery.
             models.Index(

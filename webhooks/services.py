@@ -5,7 +5,8 @@ Delivery lifecycle (DESIGN.md "Webhooks"): created `pending` in the event's tran
 -> attempt sent -> `succeeded` on a 2xx, else `pending` again with `next_attempt_at` on the
 retry schedule, then `failed` after the last retry. New deliveries are sent by a drain of their
 destination, queued on commit; a retry is queued as its own send task; the beat sweeper queues
-again any due delivery whose message was lost.
+a drain of each destination with a due delivery whose message was lost. Every send holds one
+of its destination's few send slots (attempts.destination_slot), so no store fills the workers.
 """
 
 import base64
@@ -20,7 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.api.errors import NotFound, ValidationFailed
+from config.api.errors import NotFound, RateLimited, ValidationFailed
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDestination
@@ -222,7 +223,7 @@ def _drain_request_on_commit(delivery: WebhookDelivery) -> None:
     transaction.on_commit(lambda: destination_drain_request(destination_id), robust=True)
 
 
-def _delivery_new(*, event, destination: WebhookDestination) -> WebhookDelivery:
+def _delivery_new(*, event, destination: WebhookDestination, replay_of=None) -> WebhookDelivery:
     now = timezone.now()
     status = (
         WebhookDelivery.STATUS_PENDING if destination.enabled else WebhookDelivery.STATUS_DISABLED
@@ -236,6 +237,7 @@ def _delivery_new(*, event, destination: WebhookDestination) -> WebhookDelivery:
         status=status,
         next_attempt_at=now if status == WebhookDelivery.STATUS_PENDING else None,
         enqueued_at=now,
+        replay_of=replay_of,
         created_at=now,
         updated_at=now,
     )
@@ -252,10 +254,44 @@ def deliveries_create_for_event(*, event) -> WebhookDelivery | None:
     return delivery
 
 
+def _replay_cap_check(*, store) -> None:
+    """At most WEBHOOKS_REPLAY_LIMIT replays per store in any WEBHOOKS_REPLAY_WINDOW_SECONDS;
+    more is RateLimited, with Retry-After when the oldest counted replay leaves the window.
+
+    Call inside the transaction that creates the replay: the store row lock serialises a
+    store's replays, so concurrent ones cannot all pass the count together.
+    """
+    Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
+    now = timezone.now()
+    window = timedelta(seconds=settings.WEBHOOKS_REPLAY_WINDOW_SECONDS)
+    limit = settings.WEBHOOKS_REPLAY_LIMIT
+    if limit > 0:
+        # The limit-th newest replay in the window: none means there is room for one more.
+        oldest_counted = (
+            WebhookDelivery.objects.filter(
+                store=store, replay_of__isnull=False, created_at__gt=now - window
+            )
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)[limit - 1 : limit]
+            .first()
+        )
+        if oldest_counted is None:
+            return
+        wait = (oldest_counted + window - now).total_seconds()
+    else:
+        wait = window.total_seconds()
+    raise RateLimited(
+        int(wait) + 1,
+        f"At most {max(limit, 0)} replays per store in "
+        f"{settings.WEBHOOKS_REPLAY_WINDOW_SECONDS:g} s; try later.",
+    )
+
+
 def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
     """A new pending delivery of the same (retained) event to the current destination.
 
     Sends the event again; it never repeats the business action that recorded the event.
+    Capped per store (_replay_cap_check) for the API and the admin alike.
     """
     from webhooks.selectors import delivery_get
 
@@ -266,17 +302,25 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
             raise ValidationFailed.field("destination", "this store has no webhook destination")
         if not destination.enabled:
             raise ValidationFailed.field("destination", "the webhook destination is disabled")
-        delivery = _delivery_new(event=original.event, destination=destination)
+        _replay_cap_check(store=store)
+        delivery = _delivery_new(
+            event=original.event, destination=destination, replay_of=original.pk
+        )
         _drain_request_on_commit(delivery)
     return delivery
 
 
 def deliveries_sweep(*, now=None) -> int:
-    """Queues every due pending delivery whose last message may be lost; returns the count.
+    """Queues a drain of every destination with a due pending delivery whose last message may
+    be lost; returns how many deliveries that covers.
 
-    Batches of WEBHOOKS_SWEEP_BATCH_SIZE, at most WEBHOOKS_SWEEP_MAX_BATCHES per run, so a
-    long broker outage is caught up within a few runs without one run holding on for long.
+    One drain per destination, not one message per delivery: a destination's backlog costs one
+    message, and its drains are bounded by WEBHOOKS_DESTINATION_CONCURRENCY, so a failing
+    store's backlog neither floods the queue nor crowds out other stores' catch-up. Batches of
+    WEBHOOKS_SWEEP_BATCH_SIZE destinations, at most WEBHOOKS_SWEEP_MAX_BATCHES per run.
     """
+    from webhooks.tasks import destination_drain_task
+
     now = now or timezone.now()
     requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
     due = (
@@ -285,16 +329,30 @@ def deliveries_sweep(*, now=None) -> int:
         )
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before))
-        .order_by("next_attempt_at")
-        .values_list("id", flat=True)
     )
     queued = 0
+    # A dead worker's delivery whose destination was deleted meanwhile has no drain: its own
+    # send settles it (rare; one message each).
+    orphans = list(
+        due.filter(destination__isnull=True).values_list("id", flat=True)[
+            : settings.WEBHOOKS_SWEEP_BATCH_SIZE
+        ]
+    )
+    if orphans and deliveries_enqueue(orphans):
+        queued += WebhookDelivery.objects.filter(pk__in=orphans).update(enqueued_at=now)
     for _ in range(settings.WEBHOOKS_SWEEP_MAX_BATCHES):
-        ids = list(due[: settings.WEBHOOKS_SWEEP_BATCH_SIZE])
-        if not ids or not deliveries_enqueue(ids):
+        destination_ids = list(
+            due.filter(destination__isnull=False)
+            .order_by("destination_id")
+            .values_list("destination_id", flat=True)
+            .distinct()[: settings.WEBHOOKS_SWEEP_BATCH_SIZE]
+        )
+        if not destination_ids:
             break
-        WebhookDelivery.objects.filter(pk__in=ids).update(enqueued_at=now)
-        queued += len(ids)
-        if len(ids) < settings.WEBHOOKS_SWEEP_BATCH_SIZE:
+        if not _tasks_publish(destination_drain_task, [[pk] for pk in destination_ids]):
+            logger.warning("webhook sweep: %d drains not queued", len(destination_ids))
+            break
+        queued += due.filter(destination_id__in=destination_ids).update(enqueued_at=now)
+        if len(destination_ids) < settings.WEBHOOKS_SWEEP_BATCH_SIZE:
             break
     return queued

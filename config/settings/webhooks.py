@@ -32,6 +32,13 @@ WEBHOOKS_LEASE_SECONDS = _seconds("WEBHOOKS_LEASE_SECONDS", 60)
 # A destination's drain (one task sending its due deliveries in turn) claims no more after
 # this long and queues its successor, so one backlog does not hold a worker process for long.
 WEBHOOKS_DRAIN_SECONDS = _seconds("WEBHOOKS_DRAIN_SECONDS", 10)
+# In-flight sends per destination (drains and single sends alike), below the worker process
+# count: a receiver that hangs or fails holds at most this many processes; the rest of its
+# deliveries wait in the database, not in a worker (docs/decisions/webhooks.md "Fairness").
+WEBHOOKS_DESTINATION_CONCURRENCY = int(os.environ.get("WEBHOOKS_DESTINATION_CONCURRENCY", "2"))
+# Replays per store per sliding window (API and admin alike); more is 429 with Retry-After.
+WEBHOOKS_REPLAY_LIMIT = int(os.environ.get("WEBHOOKS_REPLAY_LIMIT", "100"))
+WEBHOOKS_REPLAY_WINDOW_SECONDS = _seconds("WEBHOOKS_REPLAY_WINDOW_SECONDS", 3600)
 # How often beat runs the sweeper, and how long a due delivery's queued message is trusted
 # before the sweeper enqueues another one (a lost message, a Redis outage, a killed worker).
 WEBHOOKS_SWEEP_INTERVAL_SECONDS = _seconds("WEBHOOKS_SWEEP_INTERVAL_SECONDS", 10)

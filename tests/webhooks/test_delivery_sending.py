@@ -11,6 +11,7 @@ from standardwebhooks import Webhook
 
 from events.serializers import event_resource
 from tests.concurrency import run_at_once
+from tests.factories import StoreFactory
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_claim, delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
@@ -417,15 +418,15 @@ def test_an_outcome_is_not_recorded_by_a_worker_that_lost_its_lease(store, recei
     assert not delivery.attempt_records.exists()
 
 
-def test_sweeper_catches_up_in_batches(store, receiver, settings):
+def test_sweeper_catches_up_in_batches_of_destinations(store, receiver, settings):
     settings.WEBHOOKS_SWEEP_BATCH_SIZE = 2
     settings.WEBHOOKS_SWEEP_MAX_BATCHES = 2
-    destination_for(store, receiver.url)
-    for n in range(5):
-        record_order_completed(store, order_id=n)
+    for each in [store, *StoreFactory.create_batch(4)]:
+        destination_for(each, receiver.url)
+        record_order_completed(each)
     WebhookDelivery.objects.update(enqueued_at=None)
 
-    assert deliveries_sweep() == 4  # two batches of two in one run
+    assert deliveries_sweep() == 4  # two batches of two destinations in one run
     assert deliveries_sweep() == 1
     assert deliveries_sweep() == 0
 

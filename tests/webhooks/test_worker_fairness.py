@@ -1,0 +1,112 @@
+"""A store whose receiver hangs cannot starve the others, through a real 4-process Celery
+worker (with its beat sweeper), the test Redis and the test PostgreSQL.
+
+Store A's receiver hangs past the send timeout on every request and A has 300 due deliveries
+(their messages look lost, so the sweeper keeps queueing them); store B records one event.
+B's receiver gets it within 10 s, and A never has more than WEBHOOKS_DESTINATION_CONCURRENCY
+sends in flight. `-s` prints the figure recorded in docs/benchmarks/webhooks.md.
+"""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from tests.factories import StoreFactory
+from tests.webhooks.conftest import (
+    CeleryWorker,
+    Receiver,
+    Reply,
+    destination_for,
+    record_order_completed,
+    wait_until,
+)
+from webhooks.models import WebhookDelivery
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+SEND_TIMEOUT = 3.0
+FAIRNESS_ENV = {
+    "WEBHOOKS_TIMEOUT_SECONDS": str(SEND_TIMEOUT),
+    "WEBHOOKS_LEASE_SECONDS": "8",  # webhooks.E001/E002: above 2 x timeout and drain + timeout
+    "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
+    "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.5,0.5,0.5",
+}
+PROCESSES = 4
+
+
+class FairnessWorker(CeleryWorker):
+    def env(self) -> dict:
+        return {**super().env(), **FAIRNESS_ENV}
+
+
+@pytest.fixture(scope="module")
+def four_process_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    from config.celery import app
+
+    app.control.purge()
+    worker = FairnessWorker(tmp_path_factory.mktemp("celery-fair"), concurrency=PROCESSES)
+    with django_db_blocker.unblock():
+        worker.start()
+    yield worker
+    worker.stop()
+    app.control.purge()
+
+
+class HangingReceiver(Receiver):
+    """Answers nothing until after the sender's timeout."""
+
+    def __init__(self):
+        super().__init__()
+        self.respond = lambda request: Reply(200, delay=SEND_TIMEOUT + 1)
+
+    def most_sends_at_once(self) -> int:
+        """Each send lasts the whole timeout (the receiver answers later), so the sends started
+        within less than one timeout of each other overlapped: their largest count is the
+        most sends in flight at once. (The receiver's own threads outlive the sender's
+        hang-up, so counting them would overstate it.)"""
+        starts = sorted(request.received_at for request in self.received())
+        window = SEND_TIMEOUT * 0.8
+        return max(
+            (sum(1 for other in starts if start <= other < start + window) for start in starts),
+            default=0,
+        )
+
+
+@pytest.fixture
+def hanging_receiver():
+    server = HangingReceiver()
+    yield server
+    server.close()
+
+
+def test_a_hanging_store_does_not_delay_another_stores_first_attempt(
+    four_process_worker, receiver, hanging_receiver
+):
+    # given store A: a receiver that hangs, and 300 due deliveries whose messages look lost
+    store_a, store_b = StoreFactory(), StoreFactory()
+    destination_for(store_a, hanging_receiver.url)
+    destination_for(store_b, receiver.url)
+    for order_id in range(300):
+        record_order_completed(store_a, order_id=order_id)
+    WebhookDelivery.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))
+    wait_until(lambda: hanging_receiver.received(), timeout=20, message="A's sends in flight")
+    time.sleep(2 * SEND_TIMEOUT)  # sweeps, retries and A's drains have piled up meanwhile
+
+    # when store B records one event
+    started = time.time()
+    event = record_order_completed(store_b)
+
+    # then B's receiver gets it within 10 s
+    request = wait_until(lambda: receiver.received(), timeout=10, message="B's delivery")[0]
+    latency = request.received_at - started
+    assert request.headers["webhook-id"] == event.id
+    # and A never held more than its two send slots of the four processes
+    most_at_once = hanging_receiver.most_sends_at_once()
+    assert most_at_once == 2
+    print(
+        f"\nB's first attempt arrived {latency:.2f} s after its event; A: at most "
+        f"{most_at_once} sends in flight of {PROCESSES} processes, "
+        f"{len(hanging_receiver.received())} requests received"
+    )
