@@ -23,25 +23,30 @@ import django
 django.setup()
 from django.test import Client
 client = Client(HTTP_AUTHORIZATION="Bearer " + sys.argv[1], HTTP_HOST="127.0.0.1")
-for limit in (15, 100):
-    url = f"/api/v1/coupons?limit={limit}"
+for label, url in URLS:
     assert client.get(url).status_code == 200
     best = min(timeit.repeat(lambda: client.get(url), number=20, repeat=15)) / 20
-    print(limit, best)
+    print(label, best)
 """
+# The shared API layer alone (auth + throttle + store permission), then the list at two sizes.
+URLS = [
+    ("ping-auth", "/bench/ping-auth"),
+    ("limit=15", "/api/v1/coupons?limit=15"),
+    ("limit=100", "/api/v1/coupons?limit=100"),
+]
 
 
 def time_checkout(repo: Path, key: str) -> dict[int, float]:
     env = bench_environment(repo)
     out = subprocess.run(
-        [str(repo / ".venv" / "bin" / "python"), "-c", TIMING, key],
+        [str(repo / ".venv" / "bin" / "python"), "-c", f"URLS = {URLS!r}\n{TIMING}", key],
         env={**env, "ALLOWED_HOSTS": "127.0.0.1"},
         cwd=repo,
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    return {int(limit): float(seconds) for limit, seconds in map(str.split, out.splitlines())}
+    return {label: float(seconds) for label, seconds in map(str.split, out.splitlines())}
 
 
 def main() -> None:
@@ -52,14 +57,14 @@ def main() -> None:
     args = parser.parse_args()
     key = seed(bench_environment(), args.coupons)
     checkouts = {"before": args.compare.resolve(), "after": REPO}
-    best: dict[str, list[dict[int, float]]] = {name: [] for name in checkouts}
+    best: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
     for round_number in range(args.rounds):
         names = list(checkouts) if round_number % 2 == 0 else list(reversed(checkouts))
         for name in names:
             best[name].append(time_checkout(checkouts[name], key))
-    print("| limit | before (ms) | after (ms) | after / before time | per round |")
+    print("| request | before (ms) | after (ms) | after / before time | per round |")
     print("|---|---|---|---|---|")
-    for limit in (15, 100):
+    for limit, _url in URLS:
         before = [r[limit] for r in best["before"]]
         after = [r[limit] for r in best["after"]]
         per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(after, before, strict=True))
