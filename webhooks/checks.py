@@ -35,3 +35,28 @@ def drain_ends_within_its_time_limit(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@checks.register(checks.Tags.compatibility)
+def bounded_settings_stay_in_their_bounds(app_configs, **kwargs):
+    # The DNS lookup of a destination runs inside a sync web worker (hardening point 4: at most
+    # 2 s), and a destination needs at least one send slot or nothing is ever sent to it.
+    errors = []
+    if not 0 < settings.WEBHOOKS_DNS_TIMEOUT_SECONDS <= 2:
+        errors.append(
+            checks.Error(
+                "WEBHOOKS_DNS_TIMEOUT_SECONDS must be more than 0 and at most 2.",
+                hint="A longer lookup holds a web worker while a destination is saved.",
+                id="webhooks.E003",
+            )
+        )
+    if settings.WEBHOOKS_DESTINATION_CONCURRENCY < 1:
+        errors.append(
+            checks.Error(
+                "WEBHOOKS_DESTINATION_CONCURRENCY must be at least 1.",
+                hint="Keep it below the worker process count (one store's failing receiver "
+                "must not hold every process).",
+                id="webhooks.E004",
+            )
+        )
+    return errors

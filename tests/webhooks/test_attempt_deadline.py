@@ -157,6 +157,26 @@ def test_timings_that_let_an_attempt_outlive_its_lease_are_configuration_errors(
     assert (check_id in [message.id for message in run_checks()]) is refused
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "check_id", "refused"),
+    [
+        ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2, "webhooks.E003", False),
+        ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2.5, "webhooks.E003", True),  # holds a web worker
+        ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 0, "webhooks.E003", True),
+        ("WEBHOOKS_DESTINATION_CONCURRENCY", 1, "webhooks.E004", False),
+        ("WEBHOOKS_DESTINATION_CONCURRENCY", 0, "webhooks.E004", True),  # nothing ever sent
+    ],
+)
+def test_bounded_settings_outside_their_bounds_are_configuration_errors(
+    settings, name, value, check_id, refused
+):
+    from django.core.checks import run_checks
+
+    setattr(settings, name, value)
+
+    assert (check_id in [message.id for message in run_checks()]) is refused
+
+
 @pytest.mark.parametrize("task_name", ["delivery_send_task", "destination_drain_task"])
 def test_the_sending_tasks_are_killed_before_the_lease_of_their_attempt_ends(task_name):
     from django.conf import settings as django_settings
