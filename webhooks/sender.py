@@ -31,6 +31,10 @@ from dataclasses import dataclass
 import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
+
+# Private urllib3 API below (HTTPConnection._new_conn and ._dns_host, HTTPConnectionPool._get_conn):
+# pyproject.toml holds urllib3 to the minor this was written against (2.8), and
+# tests/webhooks/test_urllib3_override.py fails if an upgrade renames or bypasses them.
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError

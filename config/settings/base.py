@@ -4,42 +4,27 @@ Defaults are the zero-setup ones of `make run` (SQLite, no Redis needed); produc
 tightens them. Secrets and prints never live here.
 """
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 from celery.schedules import crontab
-from django.core.exceptions import ImproperlyConfigured
+
+# Every variable is read through `env` (config/settings/env.py): a malformed value stops the
+# process at start, naming the variable.
+from config.settings.env import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = Path(os.environ.get("STOREFRONT_VAR_DIR", BASE_DIR / "var"))
-
-
-def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_count(name: str, default: int) -> int:
-    """A whole number >= 0 from the environment; anything else stops the process at start."""
-    value = os.environ.get(name, str(default)).strip()
-    if not value.isascii() or not value.isdigit():
-        raise ImproperlyConfigured(f"{name} must be a whole number >= 0, not {value!r}.")
-    return int(value)
-
+VAR_DIR = Path(env.str("STOREFRONT_VAR_DIR", default=str(BASE_DIR / "var")))
 
 INSECURE_DEFAULT_SECRET_KEY = "insecure-storefront-development-key-change-me"
-SECRET_KEY = os.environ.get("SECRET_KEY", INSECURE_DEFAULT_SECRET_KEY)
-DEBUG = env_bool("DEBUG", False)
-BASE_URL = os.environ.get("BASE_URL", "http://127.0.0.1:8000").rstrip("/")
-STOREFRONT_DOMAIN = os.environ.get("STOREFRONT_DOMAIN", "storefront.test")
-ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h]
+SECRET_KEY = env.str("SECRET_KEY", default=INSECURE_DEFAULT_SECRET_KEY)
+DEBUG = env.bool("DEBUG", default=False)
+BASE_URL = env.str("BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+STOREFRONT_DOMAIN = env.str("STOREFRONT_DOMAIN", default="storefront.test")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 # Session and CSRF cookies only over HTTPS unless SECURE_COOKIES=false (bin/run-dev, plain HTTP).
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
-CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
+SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=True)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -103,14 +88,15 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'storefront.sqlite3'}"),
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+    "default": env.database(
+        "DATABASE_URL",
+        default=f"sqlite:///{VAR_DIR / 'storefront.sqlite3'}",
+        conn_max_age=env.count("DATABASE_CONN_MAX_AGE", default=60),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -148,7 +134,7 @@ REST_FRAMEWORK = {
     "DEFAULT_METADATA_CLASS": None,
     # Trusted reverse proxies in front of the app; config.api.client_address reads it for every
     # per-address limit. 0: X-Forwarded-For is ignored.
-    "NUM_PROXIES": env_count("NUM_PROXIES", 0),
+    "NUM_PROXIES": env.count("NUM_PROXIES", default=0),
 }
 
 SPECTACULAR_SETTINGS = {
@@ -174,7 +160,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Per-credential request budget (DESIGN.md "Limits and rate limits").
-API_RATE_LIMIT_PER_MINUTE = int(os.environ.get("API_RATE_LIMIT_PER_MINUTE", "120"))
+API_RATE_LIMIT_PER_MINUTE = env.count("API_RATE_LIMIT_PER_MINUTE", default=120, minimum=1)
 # Store creation: at most one new store per user in this many seconds.
 STORE_CREATION_INTERVAL_SECONDS = 60
 IDEMPOTENCY_KEY_TTL = timedelta(hours=24)
@@ -185,8 +171,8 @@ BEARER_CREDENTIAL_RESOLVERS = [
     "oauth_cli.selectors.credential_for_access_token",
 ]
 
-CLI_CLIENT_ID = os.environ.get("CLI_CLIENT_ID", "9b2c5f3e-4d1a-4c8e-9f6b-2a7d3e1c5b80")
-WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = env_bool("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", False)
+CLI_CLIENT_ID = env.str("CLI_CLIENT_ID", default="9b2c5f3e-4d1a-4c8e-9f6b-2a7d3e1c5b80")
+WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = env.bool("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", default=False)
 
 # Celery: Redis when REDIS_URL is set; otherwise kombu's filesystem transport, a real broker
 # shared by the web, worker and beat processes of `make run` with no server to install.
@@ -251,6 +237,6 @@ LOGGING = {
             "filters": ["request_id"],
         }
     },
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.request": {"level": "ERROR"}},
 }

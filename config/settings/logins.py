@@ -5,8 +5,9 @@ address (config.api.client_address, the key of every per-address limit) and per 
 username, existing or not, so a lockout says nothing about which usernames exist.
 """
 
-import os
 from datetime import timedelta
+
+from config.settings.env import env
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out sign-in before any password is checked, correct ones included.
@@ -14,8 +15,8 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 
-LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
-LOGIN_LOCKOUT_MINUTES = int(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15"))
+LOGIN_FAILURE_LIMIT = env.count("LOGIN_FAILURE_LIMIT", default=10, minimum=1)
+LOGIN_LOCKOUT_MINUTES = env.count("LOGIN_LOCKOUT_MINUTES", default=15, minimum=1)
 
 AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
 AXES_CACHE = "default"

@@ -4,16 +4,16 @@ django-oauth-toolkit's defaults are not ours (DESIGN.md "OAuth"): PKCE S256 only
 reuse protection, 60-minute access tokens, 10-minute codes, hashed tokens at rest.
 """
 
-import os
-
 from celery.schedules import crontab
+
+from config.settings.env import env
 
 OAUTH_ACCESS_TOKEN_SECONDS = 3600
 OAUTH_CODE_SECONDS = 600
 # Absolute lifetime of a token family (one code exchange and all its rotations).
 OAUTH_TOKEN_FAMILY_SECONDS = 90 * 24 * 3600
 # Per client IP, per minute, on the protocol endpoints (discovery, authorize, token, revoke).
-OAUTH_RATE_LIMIT_PER_MINUTE = int(os.environ.get("OAUTH_RATE_LIMIT_PER_MINUTE", "60"))
+OAUTH_RATE_LIMIT_PER_MINUTE = env.count("OAUTH_RATE_LIMIT_PER_MINUTE", default=60, minimum=1)
 # How long the consent form (its auth_token in the session) stays valid.
 OAUTH_CONSENT_SECONDS = 600
 OAUTH_SCOPE_ADMIN = "admin"

@@ -4,8 +4,6 @@
 "Production" (tests/api/test_settings.py runs it).
 """
 
-import os
-
 from django.core.exceptions import ImproperlyConfigured
 
 from config.settings.base import *  # noqa: F403
@@ -14,9 +12,8 @@ from config.settings.base import (
     REDIS_URL,
     REST_FRAMEWORK,
     SECRET_KEY,
-    env_bool,
-    env_count,
 )
+from config.settings.env import env
 
 DEBUG = False
 # The bar of Django's deploy check (security.W009): at least 50 characters, 5 distinct.
@@ -34,7 +31,7 @@ if (
 
 # No default: a wildcard would let any Host header build absolute URLs (password-reset links,
 # pagination links) and pass the CSRF origin check.
-ALLOWED_HOSTS = [host.strip() for host in os.environ.get("ALLOWED_HOSTS", "").split(",")]
+ALLOWED_HOSTS = [host.strip() for host in env.list("ALLOWED_HOSTS", default=[])]
 ALLOWED_HOSTS = [host for host in ALLOWED_HOSTS if host]
 if not ALLOWED_HOSTS or "*" in ALLOWED_HOSTS:
     raise ImproperlyConfigured(
@@ -54,12 +51,12 @@ SESSION_COOKIE_HTTPONLY = True
 
 # HTTPS only. Behind a proxy that terminates TLS and redirects plain HTTP itself,
 # SECURE_SSL_REDIRECT=false leaves that to the proxy; HSTS stays on either way.
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
 # Load balancers probe over plain HTTP and do not follow redirects.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
-SECURE_HSTS_SECONDS = env_count("SECURE_HSTS_SECONDS", 365 * 24 * 3600)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+SECURE_HSTS_SECONDS = env.count("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # X-Forwarded-Proto is believed only behind trusted proxies (NUM_PROXIES > 0), the nearest of
 # which must overwrite it; without a proxy a client could claim HTTPS over plain HTTP.

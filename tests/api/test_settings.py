@@ -269,3 +269,152 @@ def test_the_dev_relaxations_are_explicit_opt_ins():
         "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS": True,
         "SESSION_COOKIE_SECURE": False,
     }
+
+
+def dev_environment(**env) -> dict:
+    environment = {k: v for k, v in os.environ.items() if k not in RELAXATIONS}
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.dev")
+    environment.update(env)
+    return environment
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DEBUG", "flase"),
+        ("DEBUG", ""),
+        ("SECURE_COOKIES", "nope"),
+        ("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "maybe"),
+        ("DATABASE_URL", "postgress://storefront:pw@db:5432/storefront"),
+        ("DATABASE_URL", "storefront.sqlite3"),
+        ("DATABASE_URL", "postgres://storefront:pw@db:port/storefront"),
+        ("DATABASE_URL", "postgres://storefront:pw@db:5432"),
+        ("DATABASE_CONN_MAX_AGE", "60s"),
+        ("API_RATE_LIMIT_PER_MINUTE", "1e3"),
+        ("API_RATE_LIMIT_PER_MINUTE", "0"),
+        ("LOGIN_FAILURE_LIMIT", "ten"),
+        ("EVENTS_PRUNE_BATCH_SIZE", "1.5"),
+        ("WEBHOOKS_TIMEOUT_SECONDS", "10s"),
+        ("WEBHOOKS_TIMEOUT_SECONDS", "nan"),
+        ("WEBHOOKS_LEASE_SECONDS", "-1"),
+        ("WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,300,x"),
+        ("WEBHOOKS_SWEEP_BATCH_SIZE", "many"),
+    ],
+)
+def test_a_malformed_value_stops_the_process_naming_the_variable(name, value):
+    result = run_python(LOAD_SETTINGS, env=dev_environment(**{name: value}))
+
+    assert result.returncode != 0
+    assert f"ImproperlyConfigured: {name}" in result.stderr
+
+
+def test_production_refuses_a_malformed_security_switch():
+    # given: a typo in a switch whose default is the safe value
+    result = run_python(LOAD_SETTINGS, env=production_environment(SECURE_SSL_REDIRECT="flase"))
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SECURE_SSL_REDIRECT='flase'" in result.stderr
+
+
+def test_a_bad_database_url_is_reported_without_its_password():
+    environment = dev_environment(DATABASE_URL="postgress://storefront:s3cret-pw@db/storefront")
+
+    result = run_python(LOAD_SETTINGS, env=environment)
+
+    assert "ImproperlyConfigured: DATABASE_URL" in result.stderr
+    assert "s3cret-pw" not in result.stderr
+
+
+def test_well_formed_values_are_read():
+    environment = dev_environment(
+        DEBUG="on",
+        SECURE_COOKIES="0",
+        DATABASE_URL="postgres://storefront:pw@db.internal:6432/shop",
+        DATABASE_CONN_MAX_AGE="0",
+        ALLOWED_HOSTS="a.example.com,b.example.com",
+        WEBHOOKS_TIMEOUT_SECONDS="2.5",
+        WEBHOOKS_RETRY_SCHEDULE_SECONDS="1, 2.5,,3",
+        LOGIN_FAILURE_LIMIT="3",
+        # a value starting with "$" is itself, not the name of another variable
+        CLI_CLIENT_ID="$HOME",
+    )
+
+    values = settings_of(
+        environment,
+        "DEBUG",
+        "SESSION_COOKIE_SECURE",
+        "DATABASES",
+        "ALLOWED_HOSTS",
+        "WEBHOOKS_TIMEOUT_SECONDS",
+        "WEBHOOKS_RETRY_SCHEDULE_SECONDS",
+        "LOGIN_FAILURE_LIMIT",
+        "CLI_CLIENT_ID",
+    )
+
+    database = values.pop("DATABASES")["default"]
+    assert values == {
+        "DEBUG": True,
+        "SESSION_COOKIE_SECURE": False,
+        "ALLOWED_HOSTS": ["a.example.com", "b.example.com"],
+        "WEBHOOKS_TIMEOUT_SECONDS": 2.5,
+        "WEBHOOKS_RETRY_SCHEDULE_SECONDS": [1.0, 2.5, 3.0],
+        "LOGIN_FAILURE_LIMIT": 3,
+        "CLI_CLIENT_ID": "$HOME",
+    }
+    assert {k: database[k] for k in ("ENGINE", "NAME", "USER", "HOST", "PORT", "CONN_MAX_AGE")} == {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "shop",
+        "USER": "storefront",
+        "HOST": "db.internal",
+        "PORT": 6432,
+        "CONN_MAX_AGE": 0,
+    }
+
+
+def test_unset_variables_keep_their_defaults(tmp_path):
+    names = (
+        "DEBUG",
+        "SECURE_COOKIES",
+        "DATABASE_URL",
+        "DATABASE_CONN_MAX_AGE",
+        "REDIS_URL",
+        "ALLOWED_HOSTS",
+        "NUM_PROXIES",
+        "API_RATE_LIMIT_PER_MINUTE",
+        "LOGIN_FAILURE_LIMIT",
+        "WEBHOOKS_TIMEOUT_SECONDS",
+        "WEBHOOKS_RETRY_SCHEDULE_SECONDS",
+        "STOREFRONT_VAR_DIR",
+    )
+    environment = {k: v for k, v in os.environ.items() if k not in names}
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings.dev", STOREFRONT_VAR_DIR=str(tmp_path)
+    )
+
+    values = settings_of(
+        environment,
+        "DEBUG",
+        "SESSION_COOKIE_SECURE",
+        "DATABASES",
+        "ALLOWED_HOSTS",
+        "REST_FRAMEWORK",
+        "API_RATE_LIMIT_PER_MINUTE",
+        "LOGIN_FAILURE_LIMIT",
+        "WEBHOOKS_TIMEOUT_SECONDS",
+        "WEBHOOKS_RETRY_SCHEDULE_SECONDS",
+    )
+
+    database = values.pop("DATABASES")["default"]
+    assert values.pop("REST_FRAMEWORK")["NUM_PROXIES"] == 0
+    assert values == {
+        "DEBUG": False,
+        "SESSION_COOKIE_SECURE": True,
+        "ALLOWED_HOSTS": ["*"],
+        "API_RATE_LIMIT_PER_MINUTE": 120,
+        "LOGIN_FAILURE_LIMIT": 10,
+        "WEBHOOKS_TIMEOUT_SECONDS": 10,
+        "WEBHOOKS_RETRY_SCHEDULE_SECONDS": [5, 300, 1800, 7200, 18000, 36000, 36000],
+    }
+    assert database["ENGINE"] == "django.db.backends.sqlite3"
+    assert database["NAME"] == str(tmp_path / "storefront.sqlite3")
+    assert database["CONN_MAX_AGE"] == 60
