@@ -55,8 +55,9 @@ SESSION_COOKIE_HTTPONLY = True
 # HTTPS only. Behind a proxy that terminates TLS and redirects plain HTTP itself,
 # SECURE_SSL_REDIRECT=false leaves that to the proxy; HSTS stays on either way.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-# Load balancers probe over plain HTTP and do not follow redirects.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Load balancers probe over plain HTTP and do not follow redirects; Prometheus scrapes the
+# instance directly (/metrics has its own allow-list or token).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_count("SECURE_HSTS_SECONDS", 365 * 24 * 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
