@@ -51,7 +51,7 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
     from webhooks.services import deliveries_create_for_event
 
     deliveries_create_for_event(event=event)
-    transaction.on_commit(lambda: metrics.event_recorded(event_type.type))
+    metrics.event_recorded(event_type.type)
     return event
 
 
