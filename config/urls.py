@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from config.api import views as api_views
+from config.metrics.views import metrics
 
 api_v1 = [
     path("", include("coupons.urls")),
@@ -27,6 +28,7 @@ urlpatterns = [
     re_path(r"^api/", api_views.not_found),
     path("docs/errors", api_views.error_docs, name="error-docs"),
     path("healthz", api_views.healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("", include("oauth_cli.urls")),
 ]

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config import metrics
 from events.models import Event, EventPruneMark
 from events.positions import txid_for_insert
 from events.registry import event_type_get
@@ -50,6 +51,7 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
     from webhooks.services import deliveries_create_for_event
 
     deliveries_create_for_event(event=event)
+    metrics.event_recorded(event_type.type)
     return event
 
 

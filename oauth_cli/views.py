@@ -19,6 +19,7 @@ from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
 
+from config import metrics
 from config.api.client_address import client_address
 from config.api.errors import json_error
 from config.api.ratelimit import rate_limit_consume
@@ -272,6 +273,7 @@ class CliTokenView(EnvelopeMethodNotAllowedMixin, TokenView):
         if limited:
             return limited
         response = super().post(request, *args, **kwargs)
+        metrics.oauth_token_answered(request, response)
         # Errors raised while issuing (e.g. a lost rotation race) come without oauthlib's
         # default headers; every answer of this endpoint is JSON and never cached.
         response["Content-Type"] = "application/json"

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config import metrics
 from events.models import Event
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
@@ -206,6 +207,7 @@ def _delivery_claim_next(*, delivery_id=None, destination_id=None):
             next_attempt_at=None,
             enqueued_at=None,
         )
+        metrics.webhook_delivery_settled("failed" if tried else "disabled")
         return False
     origin = url_origin(destination.url)
     if origin != delivery.destination_origin:
@@ -296,6 +298,7 @@ def delivery_attempt_finish(
         transaction.on_commit(
             lambda: deliveries_enqueue([delivery.pk], countdown=delay), robust=True
         )
+    metrics.webhook_attempt_finished(response_status=result.response_status, final_status=status)
     return status
 
 

@@ -13,6 +13,8 @@ from django.core.cache import cache
 from django.core.cache.backends.redis import RedisCacheClient
 from rest_framework.throttling import BaseThrottle
 
+from config import metrics
+
 logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60
 
@@ -53,6 +55,8 @@ def rate_limit_consume(bucket: str, limit: int) -> RateLimitState | None:
             exc_info=True,
         )
         return None
+    if count > limit:
+        metrics.rate_limit_refused(bucket)
     return RateLimitState(limit=limit, remaining=limit - count, reset_seconds=reset_seconds)
 
 

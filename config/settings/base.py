@@ -49,9 +49,12 @@ INSTALLED_APPS = [
     "events",
     "webhooks",
     "oauth_cli",
+    "django_prometheus",
 ]
 
 MIDDLEWARE = [
+    # First and last (django-prometheus): request counts and latencies of the whole stack.
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "config.api.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -64,6 +67,7 @@ MIDDLEWARE = [
     "config.api.middleware.AllowHeaderMiddleware",
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -209,6 +213,7 @@ API_BEAT_SCHEDULE = {
 # Each area keeps its settings in config/settings/<area>.py.
 from config.settings.events import *  # noqa: E402, F403
 from config.settings.logins import *  # noqa: E402, F403
+from config.settings.metrics import *  # noqa: E402, F403
 from config.settings.oauth import *  # noqa: E402, F403
 from config.settings.webhooks import *  # noqa: E402, F403
 

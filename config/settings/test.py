@@ -1,3 +1,13 @@
+import os
+import tempfile
+
+# The suite's own metrics directory, shared with the Celery worker it starts (which inherits the
+# environment); set before base.py, whose default is the repository's var/.
+os.environ.setdefault(
+    "PROMETHEUS_MULTIPROC_DIR",
+    tempfile.mkdtemp(prefix="prometheus-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR")),
+)
+
 from config.settings.base import *  # noqa: F403
 from config.settings.base import DATABASES, REDIS_URL
 

@@ -1,0 +1,103 @@
+"""Gauges of the webhook backlog, computed from the database when /metrics is scraped.
+
+They describe shared state (rows), not one process, so any web worker can compute them and no
+worker has to keep them up to date. Every query is bounded: counts stop at
+METRICS_BACKLOG_COUNT_CAP rows and walk the partial index `delivery_due_idx` (status pending,
+on next_attempt_at); the oldest due delivery is the first entry of that index. The queries run
+under a short statement timeout: a slow database makes the scrape report
+`storefront_metrics_backlog_up 0`, not hang (docs/metrics.md shows their plans).
+"""
+
+import logging
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily
+
+from webhooks.models import WebhookDelivery, WebhookDestination
+
+logger = logging.getLogger(__name__)
+
+STATEMENT_TIMEOUT_MS = 2000
+
+
+def pending_deliveries():
+    return WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_PENDING)
+
+
+def due_deliveries(now):
+    return pending_deliveries().filter(next_attempt_at__lte=now)
+
+
+def backlog_read(now) -> dict:
+    """The backlog as numbers: pending, due, oldest due age (s), disabled destinations."""
+    cap = settings.METRICS_BACKLOG_COUNT_CAP
+    oldest_due_at = (
+        due_deliveries(now).order_by("next_attempt_at").values_list("next_attempt_at", flat=True)
+    ).first()
+    disabled = (
+        WebhookDestination.objects.filter(enabled=False)
+        .order_by()
+        .values_list("disabled_reason", flat=True)[:cap]
+    )
+    disabled_by_reason: dict[str, int] = {}
+    for reason in disabled.iterator():
+        reason = reason or WebhookDestination.DISABLED_BY_USER  # turned off in the admin
+        disabled_by_reason[reason] = disabled_by_reason.get(reason, 0) + 1
+    return {
+        "pending": pending_deliveries().order_by().values("pk")[:cap].count(),
+        "due": due_deliveries(now).order_by().values("pk")[:cap].count(),
+        "oldest_due_age_seconds": (
+            max((now - oldest_due_at).total_seconds(), 0.0) if oldest_due_at else 0.0
+        ),
+        "disabled_destinations": disabled_by_reason,
+    }
+
+
+class BacklogCollector:
+    """A prometheus_client collector: one set of queries per scrape."""
+
+    def collect(self):
+        up = GaugeMetricFamily(
+            "storefront_metrics_backlog_up",
+            "1 when the backlog gauges below could be read from the database, else 0.",
+        )
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
+                backlog = backlog_read(timezone.now())
+        except Exception:
+            logger.warning("metrics: the webhook backlog could not be read", exc_info=True)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        cap = settings.METRICS_BACKLOG_COUNT_CAP
+        yield GaugeMetricFamily(
+            "storefront_webhook_deliveries_pending",
+            f"Webhook deliveries waiting for an attempt or a retry (counted up to {cap}).",
+            value=backlog["pending"],
+        )
+        yield GaugeMetricFamily(
+            "storefront_webhook_deliveries_due",
+            f"Pending webhook deliveries whose next attempt is due now (counted up to {cap}).",
+            value=backlog["due"],
+        )
+        yield GaugeMetricFamily(
+            "storefront_webhook_oldest_due_delivery_age_seconds",
+            "Seconds since the oldest due webhook delivery became due (0 when none is due): "
+            "how far behind the workers are.",
+            value=backlog["oldest_due_age_seconds"],
+        )
+        disabled = GaugeMetricFamily(
+            "storefront_webhook_destinations_disabled",
+            "Disabled webhook destinations by reason: user, gone (410), failing.",
+            labels=["reason"],
+        )
+        for reason, _label in WebhookDestination.DISABLED_REASONS:
+            disabled.add_metric([reason], backlog["disabled_destinations"].get(reason, 0))
+        yield disabled

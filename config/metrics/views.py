@@ -1,0 +1,65 @@
+"""GET /metrics: the Prometheus text format, for scrapers on the allow-list or with the token.
+
+Anyone else gets the site's ordinary 404, the answer for a path that does not exist, so the
+endpoint cannot be found by probing (docs/decisions.md "Metrics").
+"""
+
+import hmac
+import ipaddress
+import os
+
+from django.conf import settings
+from django.http import Http404, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from config.api.client_address import client_address
+from config.api.views import require_get
+from config.metrics.backlog import BacklogCollector
+
+
+def scrape_allowed(request) -> bool:
+    """The client's address is on METRICS_ALLOWED_ADDRESSES, or it sent METRICS_BEARER_TOKEN."""
+    token = settings.METRICS_BEARER_TOKEN
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if token and scheme.lower() == "bearer":
+        return hmac.compare_digest(presented.strip().encode(), token.encode())
+    try:
+        address = ipaddress.ip_address(client_address(request))
+    except ValueError:
+        return False
+    return any(address in network for network in settings.METRICS_ALLOWED_NETWORKS)
+
+
+class _ThisProcess:
+    """The default registry's collectors (this process's metrics) inside another registry."""
+
+    def collect(self):
+        yield from REGISTRY.collect()
+
+
+def metrics_registry() -> CollectorRegistry:
+    """Every process's counters (multiprocess mode) or this process's, plus the backlog."""
+    registry = CollectorRegistry(auto_describe=False)
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        MultiProcessCollector(registry)
+    else:
+        registry.register(_ThisProcess())
+    registry.register(BacklogCollector())
+    return registry
+
+
+@require_get
+def _metrics_page(request):
+    response = HttpResponse(generate_latest(metrics_registry()), content_type=CONTENT_TYPE_LATEST)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@csrf_exempt
+def metrics(request):
+    # Access first: a refused client learns nothing, not even which methods the path allows.
+    if not scrape_allowed(request):
+        raise Http404
+    return _metrics_page(request)

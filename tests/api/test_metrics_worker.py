@@ -1,0 +1,74 @@
+"""Counters incremented in a Celery worker's pool processes reach /metrics of the web process
+(prometheus_client multiprocess mode: one PROMETHEUS_MULTIPROC_DIR shared by both)."""
+
+import ipaddress
+
+import pytest
+from django.test import Client
+
+from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
+from tests.webhooks import conftest as webhook_fixtures
+from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
+from webhooks.models import WebhookDelivery
+
+# The webhooks tests' real worker and receiver (fixtures of another directory's conftest).
+celery_worker = webhook_fixtures.celery_worker
+receiver = webhook_fixtures.receiver
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+ATTEMPTS = "storefront_webhook_delivery_attempts_total"
+FINISHED = "storefront_webhook_deliveries_finished_total"
+
+
+@pytest.fixture
+def scraper(settings):
+    settings.METRICS_ALLOWED_NETWORKS = (ipaddress.ip_network(SCRAPER_ADDRESS),)
+    return Client()
+
+
+def final(event):
+    return WebhookDelivery.objects.filter(event=event, status__in=["succeeded", "failed"]).exists()
+
+
+def moved(before, after, name, **labels):
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
+def test_worker_attempts_and_outcomes_are_counted(celery_worker, store, receiver, scraper):
+    destination_for(store, receiver.url)
+    before = scrape(scraper)
+
+    # a delivery that succeeds at once
+    delivered = record_order_completed(store, order_id=1)
+    wait_until(lambda: final(delivered), timeout=20, message="first delivery final")
+    # and one that never gets a 2xx: four attempts (WORKER_ENV: three retries), then failed
+    receiver.respond = lambda request: Reply(500, b"down")
+    refused = record_order_completed(store, order_id=2)
+    wait_until(lambda: final(refused), timeout=20, message="second delivery final")
+
+    # the pool process writes its counters after recording the outcome: allow it a moment
+    def counted():
+        after = scrape(scraper)
+        return after if moved(before, after, FINISHED, status="failed") == 1 else None
+
+    after = wait_until(counted, timeout=10, message="worker counters in /metrics")
+    assert moved(before, after, ATTEMPTS, result="succeeded") == 1
+    assert moved(before, after, ATTEMPTS, result="http_error") == 4
+    assert moved(before, after, FINISHED, status="succeeded") == 1
+    assert moved(before, after, FINISHED, status="failed") == 1
+
+
+def test_a_refused_connection_is_a_network_error(celery_worker, store, scraper):
+    # a port nothing listens on: the attempt gets no response at all
+    destination_for(store, "http://127.0.0.1:9/hooks")
+    before = scrape(scraper)
+    event = record_order_completed(store)
+    wait_until(lambda: final(event), timeout=30, message="delivery final")
+
+    def counted():
+        after = scrape(scraper)
+        return after if moved(before, after, FINISHED, status="failed") == 1 else None
+
+    after = wait_until(counted, timeout=10, message="worker counters in /metrics")
+    assert moved(before, after, ATTEMPTS, result="network_error") == 4
