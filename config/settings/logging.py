@@ -52,8 +52,9 @@ LOG_FORMAT = log_format_from_env("plain")
 # django-guid keeps the request id (config.api.middleware.RequestIdMiddleware sets it) and its
 # Celery integration copies it into the headers of every task published while it is set; the
 # worker makes it current for the task's log lines (and for the tasks that task publishes).
-# A task published outside a request (beat) gets a fresh id. The header name is the one of the
-# HTTP response; incoming X-Request-Id headers are not read (the middleware ignores them).
+# A task published outside a request (beat) gets a fresh id. django-guid's own middleware is not
+# used (it would adopt an incoming X-Request-Id); the header name here is only the key of the
+# Celery message header.
 DJANGO_GUID = {
     "GUID_HEADER_NAME": "X-Request-Id",
     "INTEGRATIONS": [GuidCeleryIntegration()],
