@@ -299,6 +299,28 @@ def delivery_attempt_finish(
             lambda: deliveries_enqueue([delivery.pk], countdown=delay), robust=True
         )
     metrics.webhook_attempt_finished(response_status=result.response_status, final_status=status)
+    # The error's kind only ("connection error", "HTTP 500"): its text may quote the
+    # destination's path, which can be a credential (hooks.slack.com/services/...).
+    error_kind = result.error.split(":", 1)[0][:40] or None
+    logger.info(
+        "webhook delivery %s attempt %s: %s (HTTP %s, %s, %d ms)",
+        delivery.pk,
+        attempt.number,
+        status,
+        result.response_status,
+        error_kind or "no error",
+        result.duration_ms,
+        extra={
+            "delivery_id": str(delivery.pk),
+            "event_id": str(delivery.event_id),
+            "destination_id": destination.pk,
+            "attempt": attempt.number,
+            "delivery_status": status,
+            "response_status": result.response_status,
+            "error_kind": error_kind,
+            "duration_ms": result.duration_ms,
+        },
+    )
     return status
 
 

@@ -228,7 +228,7 @@ def _delivery_new(*, event, destination: WebhookDestination, replay_of=None) -> 
     status = (
         WebhookDelivery.STATUS_PENDING if destination.enabled else WebhookDelivery.STATUS_DISABLED
     )
-    return WebhookDelivery.objects.create(
+    delivery = WebhookDelivery.objects.create(
         store_id=event.store_id,
         event=event,
         event_type=event.type,
@@ -241,6 +241,25 @@ def _delivery_new(*, event, destination: WebhookDestination, replay_of=None) -> 
         created_at=now,
         updated_at=now,
     )
+    # Logged with the id of the request that created it: its attempts may be made by a drain
+    # another request queued, so this line links the request to the delivery id.
+    logger.info(
+        "webhook delivery %s created: event %s (%s), destination %s, %s",
+        delivery.pk,
+        event.pk,
+        event.type,
+        destination.pk,
+        status,
+        extra={
+            "delivery_id": str(delivery.pk),
+            "event_id": str(event.pk),
+            "event_type": event.type,
+            "destination_id": destination.pk,
+            "store_id": event.store_id,
+            "delivery_status": status,
+        },
+    )
+    return delivery
 
 
 def deliveries_create_for_event(*, event) -> WebhookDelivery | None:

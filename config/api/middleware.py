@@ -1,11 +1,13 @@
-import contextvars
 import logging
+import re
 import secrets
 import time
 
-# One INFO line per request, stamped with its request id by RequestIdLogFilter.
+from django_guid import clear_guid, set_guid
+from django_guid.log_filters import CorrelationId
+
+# One INFO line per request (RequestIdMiddleware), stamped with its request id.
 access_logger = logging.getLogger("storefront.requests")
-_current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 
 def new_request_id() -> str:
@@ -13,35 +15,83 @@ def new_request_id() -> str:
 
 
 class RequestIdMiddleware:
-    """Gives each request a `req_...` id: in the envelope, the X-Request-Id header, the logs."""
+    """Gives each request a `req_...` id: in the envelope, the X-Request-Id header, the logs,
+    and the Celery tasks it schedules (django-guid carries it; config/settings/logging.py).
+
+    The id is always ours: an incoming X-Request-Id is ignored. A client choosing the id could
+    give its requests the id of someone else's (mixing their stories in the logs and in a
+    support conversation) or flood the logs with lookalikes; the client quotes the id we send.
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
         request.request_id = new_request_id()
-        token = _current_request_id.set(request.request_id)
+        set_guid(request.request_id)
         started = time.perf_counter()
         try:
             response = self.get_response(request)
-            # Logged while the id is current, so the line carries it (DESIGN.md "Errors"). The
-            # path without its query string: query values are the client's, not the log's.
-            access_logger.info(
-                "%s %s %s %.1fms",
-                request.method,
-                request.path,
-                response.status_code,
-                (time.perf_counter() - started) * 1000,
-            )
+            # Logged while the id is current, so the line carries it (DESIGN.md "Errors").
+            _access_log(request, response, duration_ms=(time.perf_counter() - started) * 1000)
         finally:
-            _current_request_id.reset(token)
+            clear_guid()
         response["X-Request-Id"] = request.request_id
         return response
 
 
-class RequestIdLogFilter(logging.Filter):
+_NAMED_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
+
+
+def route_of(request) -> str | None:
+    """The URL pattern that served the request, ids as `<name>`: `/api/v1/coupons/<id>`
+    (the one value for every coupon, where the path would be one per coupon)."""
+    match = request.resolver_match
+    if match is None:
+        return None
+    return "/" + _NAMED_GROUP.sub(r"<\1>", match.route).strip("^$").replace("\\", "")
+
+
+def _access_log(request, response, *, duration_ms: float) -> None:
+    """The request line. Only what identifies the operation and its outcome: the route name,
+    not the path (ids, query values) and never headers or bodies (credentials, secrets)."""
+    route = route_of(request)
+    # A DRF response carries the DRF request: its store was resolved by StorePermission.
+    drf_request = (getattr(response, "renderer_context", None) or {}).get("request")
+    credential = getattr(request, "auth", None)
+    store = getattr(drf_request, "store", None) if drf_request is not None else None
+    fields = {
+        "method": request.method,
+        "route": route,
+        "view": request.resolver_match.view_name if request.resolver_match else None,
+        "status": response.status_code,
+        "duration_ms": round(duration_ms, 1),
+        "credential_kind": getattr(credential, "type", None),
+        "credential_id": (
+            getattr(credential, "api_key_id", None) or getattr(credential, "access_token_id", None)
+        ),
+        "store_id": getattr(store, "pk", None),
+    }
+    access_logger.info(
+        "%s %s %s %.1fms",
+        request.method,
+        route or "-",
+        response.status_code,
+        duration_ms,
+        extra=fields,
+    )
+
+
+class RequestIdLogFilter(CorrelationId):
+    """django-guid's filter, as the record's `request_id`; `-` outside any request or task."""
+
+    def __init__(self):
+        super().__init__(correlation_id_field="request_id")
+
     def filter(self, record):
-        record.request_id = _current_request_id.get()
+        super().filter(record)
+        if record.request_id is None:
+            record.request_id = "-"
         return True
 
 

@@ -41,6 +41,8 @@ INSTALLED_APPS = [
     "oauth2_provider",
     # Sign-in failure limits (config/settings/logins.py).
     "axes",
+    # The request id and its way into Celery tasks (config/settings/logging.py).
+    "django_guid",
     "config.api",
     "accounts",
     "stores",
@@ -212,6 +214,7 @@ API_BEAT_SCHEDULE = {
 
 # Each area keeps its settings in config/settings/<area>.py.
 from config.settings.events import *  # noqa: E402, F403
+from config.settings.logging import *  # noqa: E402, F403
 from config.settings.logins import *  # noqa: E402, F403
 from config.settings.metrics import *  # noqa: E402, F403
 from config.settings.oauth import *  # noqa: E402, F403
@@ -232,16 +235,18 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "config.api.middleware.RequestIdLogFilter"}},
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
-    },
+    "formatters": LOG_FORMATTERS,  # noqa: F405
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": LOG_FORMAT,  # noqa: F405
             "filters": ["request_id"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        # Its INFO lines ("setting GUID ...") come with every request and task.
+        "django_guid": {"level": "WARNING"},
+    },
 }

@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.settings.base import *  # noqa: F403
 from config.settings.base import (
     INSECURE_DEFAULT_SECRET_KEY,
+    LOGGING,
     REDIS_URL,
     REST_FRAMEWORK,
     SECRET_KEY,
@@ -70,3 +71,10 @@ SILENCED_SYSTEM_CHECKS = [
     # accepts no other http redirect URI. Every other DOT and Django deploy check stays live.
     "oauth2_provider.W008",
 ]
+
+# One JSON object per line for the log pipeline, unless LOG_FORMAT=plain.
+LOG_FORMAT = log_format_from_env("json")  # noqa: F405
+LOGGING = {
+    **LOGGING,
+    "handlers": {"console": {**LOGGING["handlers"]["console"], "formatter": LOG_FORMAT}},
+}

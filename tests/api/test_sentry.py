@@ -1,0 +1,125 @@
+"""Optional error tracking (issue 13 point 1): sentry-sdk is on only with SENTRY_DSN, with its
+Django and Celery integrations, and what it sends carries the request id and no secret.
+
+Each case runs in its own process (sentry_sdk.init is process-wide); the DSN points at an HTTP
+server of the test, so nothing leaves the machine."""
+
+import gzip
+import json
+import os
+import threading
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.api.test_settings import run_python
+
+SECRET_TOKEN = "sf_secret_token_that_sentry_must_not_get"
+
+PROBE = """
+import json, django
+django.setup()
+import sentry_sdk
+from django.test import Client
+from django.test.utils import override_settings
+
+client = sentry_sdk.get_client()
+report = {"active": client.is_active(), "integrations": sorted(client.integrations)}
+if client.is_active():
+    report.update({k: client.options[k] for k in
+                   ("send_default_pii", "max_request_body_size", "include_local_variables")})
+with override_settings(ROOT_URLCONF="tests.api.urls"):
+    response = Client(raise_request_exception=False).get(
+        "/test-explode", {"api_key": "SECRET"}, HTTP_AUTHORIZATION="Bearer SECRET"
+    )
+report["status"] = response.status_code
+report["request_id"] = response["X-Request-Id"]
+sentry_sdk.flush(timeout=10)
+print(json.dumps(report))
+""".replace("SECRET", SECRET_TOKEN)
+
+
+class SentryIngest:
+    """Records what a Sentry client posts (envelopes), decompressed."""
+
+    def __init__(self):
+        self.bodies: list[bytes] = []
+        ingest = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                encoding = self.headers.get("Content-Encoding", "")
+                if encoding == "gzip":
+                    body = gzip.decompress(body)
+                elif encoding == "deflate":
+                    body = zlib.decompress(body)
+                elif encoding == "br":
+                    import brotli
+
+                    body = brotli.decompress(body)
+                ingest.bodies.append(body)
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def dsn(self) -> str:
+        return f"http://publickey@127.0.0.1:{self.server.server_address[1]}/1"
+
+    def events(self) -> list[dict]:
+        events = []
+        for body in self.bodies:
+            for line in body.splitlines()[1:]:
+                item = json.loads(line) if line.startswith(b"{") else {}
+                if "exception" in item:
+                    events.append(item)
+        return events
+
+
+@pytest.fixture
+def ingest():
+    server = SentryIngest()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def probe(**env) -> dict:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.test", **env)
+    result = run_python(PROBE, env=environment)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_without_sentry_dsn_sentry_is_not_initialised(ingest):
+    report = probe()
+
+    assert report["status"] == 500
+    assert report["active"] is False
+    assert ingest.bodies == []
+
+
+def test_with_sentry_dsn_errors_are_sent_with_the_request_id_and_no_secret(ingest):
+    report = probe(SENTRY_DSN=ingest.dsn)
+
+    assert report["active"] is True
+    assert {"django", "celery"} <= set(report["integrations"])
+    assert report["send_default_pii"] is False
+    assert report["max_request_body_size"] == "never"
+    assert report["include_local_variables"] is False
+    # the unexpected exception of the request reached the (local) Sentry, once
+    [event] = ingest.events()
+    assert event["exception"]["values"][-1]["type"] == "RuntimeError"
+    assert event["tags"]["request_id"] == report["request_id"]
+    # and no credential went with it: not the bearer token, not the query value
+    assert all(SECRET_TOKEN.encode() not in body for body in ingest.bodies)
