@@ -27,6 +27,8 @@ urlpatterns = [
     re_path(r"^api/", api_views.not_found),
     path("docs/errors", api_views.error_docs, name="error-docs"),
     path("healthz", api_views.healthz, name="healthz"),
+    path("readyz", api_views.readyz, name="readyz"),
+    path("status", api_views.status, name="status"),
     path("admin/", admin.site.urls),
     path("", include("oauth_cli.urls")),
 ]

@@ -56,7 +56,7 @@ SESSION_COOKIE_HTTPONLY = True
 # SECURE_SSL_REDIRECT=false leaves that to the proxy; HSTS stays on either way.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 # Load balancers probe over plain HTTP and do not follow redirects.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^status$"]
 SECURE_HSTS_SECONDS = env_count("SECURE_HSTS_SECONDS", 365 * 24 * 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
