@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from config.beat import LockedScheduler
 from config.celery import app
+from tests.api.test_settings import production_environment, settings_of
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
 from webhooks.models import WebhookDelivery
@@ -196,6 +197,17 @@ def test_readyz_answers_in_bounded_time_when_the_broker_hangs(settings, broker_a
         for connection in accepted:
             connection.close()
         server.close()
+
+
+@pytest.mark.django_db
+def test_production_lets_plain_http_probes_through_its_https_redirect(settings):
+    production = settings_of(production_environment(), "SECURE_REDIRECT_EXEMPT")
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_REDIRECT_EXEMPT = production["SECURE_REDIRECT_EXEMPT"]
+    # load balancers and monitors probe over plain HTTP and do not follow redirects
+    for path in ("/healthz", "/readyz", "/status"):
+        assert Client().get(path).status_code in {200, 503}, path
+    assert Client().get("/api/v2/me").status_code == 301
 
 
 def test_probes_answer_405_with_allow_to_other_methods():
