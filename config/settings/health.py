@@ -7,7 +7,7 @@ schedules (config/beat.py). Webhook sends and maintenance run on separate queues
 
 import os
 
-from kombu import Queue
+from kombu import Exchange, Queue
 
 
 def _seconds(name: str, default: float) -> float:
@@ -34,6 +34,11 @@ CELERY_BEAT_SCHEDULER = "config.beat:LockedScheduler"
 WEBHOOKS_QUEUE = "webhooks"
 MAINTENANCE_QUEUE = "maintenance"
 # A worker started without -Q consumes every queue listed here (`make run` and the tests).
-CELERY_TASK_QUEUES = (Queue(WEBHOOKS_QUEUE), Queue(MAINTENANCE_QUEUE))
+# Each with its own exchange and routing key: a bare Queue(name) is bound with the default
+# queue's exchange and key (the worker banner showed `webhooks ... key=maintenance`).
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, Exchange(name, type="direct"), routing_key=name)
+    for name in (WEBHOOKS_QUEUE, MAINTENANCE_QUEUE)
+)
 CELERY_TASK_DEFAULT_QUEUE = MAINTENANCE_QUEUE
 CELERY_TASK_ROUTES = {"webhooks.*": {"queue": WEBHOOKS_QUEUE}}

@@ -102,6 +102,10 @@ def test_the_standby_beat_takes_over_after_the_lock_expires(broker, make_beat, s
 
 
 def test_webhook_tasks_go_to_the_webhooks_queue_and_maintenance_to_its_own(broker):
+    # given both queues declared and bound, as a worker consuming both leaves them
+    with app.connection_for_write() as connection:
+        for queue in app.amqp.queues.values():
+            queue.bind(connection.default_channel).declare()
     delivery_send_task.delay("00000000-0000-0000-0000-000000000000")
     destination_drain_task.delay(1)
     deliveries_sweep_task.delay()
