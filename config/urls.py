@@ -29,6 +29,8 @@ urlpatterns = [
     path("docs/errors", api_views.error_docs, name="error-docs"),
     path("healthz", api_views.healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),
+    path("readyz", api_views.readyz, name="readyz"),
+    path("status", api_views.status, name="status"),
     path("admin/", admin.site.urls),
     path("", include("oauth_cli.urls")),
 ]

@@ -2,14 +2,13 @@ import contextlib
 import functools
 import logging
 
-from django.core.cache import cache
-from django.db import connection
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template import loader
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.csrf import csrf_exempt
 
+from config import health
 from config.api.errors import ERROR_CODES, json_error, request_id_of
 
 logger = logging.getLogger(__name__)
@@ -112,27 +111,31 @@ def error_docs(request):
 
 @require_get
 def healthz(request):
-    checks = {}
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        checks["database"] = "ok"
-    except Exception:
-        logger.exception("health check: database unavailable")
-        checks["database"] = "unavailable"
-    try:
-        cache.set("healthz", "ok", timeout=5)
-        checks["cache"] = "ok" if cache.get("healthz") == "ok" else "unavailable"
-    except Exception:
-        logger.warning("health check: cache (Redis) unavailable", exc_info=True)
-        checks["cache"] = "unavailable"
-    healthy = checks["database"] == "ok"
-    return JsonResponse(
-        {
-            "status": "ok"
-            if healthy and checks["cache"] == "ok"
-            else ("degraded" if healthy else "unavailable"),
-            "checks": checks,
-        },
+    """Liveness: the process serves requests. Touches nothing external, so an outage of the
+    database or Redis never gets healthy web processes restarted; that is /readyz's job."""
+    return JsonResponse({"status": "ok"})
+
+
+def _probe_response(checks: dict) -> JsonResponse:
+    healthy, results = health.run_checks(checks)
+    failing = [name for name, result in results.items() if result["status"] != health.OK]
+    response = JsonResponse(
+        {"status": "ok" if healthy else "failing", "failing": failing, "checks": results},
         status=200 if healthy else 503,
     )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_get
+def readyz(request):
+    """Readiness: the database answers with every migration applied, the cache and the broker
+    answer. 503 names the failing parts; the load balancer stops sending traffic meanwhile."""
+    return _probe_response(health.READINESS_CHECKS)
+
+
+@require_get
+def status(request):
+    """For operators and alerting: readiness plus beat's heartbeat and the webhook backlog.
+    Not a readiness probe: a silent beat must page someone, not take the web out of service."""
+    return _probe_response(health.STATUS_CHECKS)

@@ -214,6 +214,7 @@ API_BEAT_SCHEDULE = {
 
 # Each area keeps its settings in config/settings/<area>.py.
 from config.settings.events import *  # noqa: E402, F403
+from config.settings.health import *  # noqa: E402, F403
 from config.settings.logging import *  # noqa: E402, F403
 from config.settings.logins import *  # noqa: E402, F403
 from config.settings.metrics import *  # noqa: E402, F403

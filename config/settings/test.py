@@ -29,3 +29,7 @@ REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # no
 # The live server of the end-to-end tests speaks plain HTTP, where clients drop Secure cookies.
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
+# The workers of the webhooks tests run beat (-B) and are killed with -9 and restarted: the
+# new beat must take the scheduling lock within seconds, not after a production-length TTL.
+BEAT_HEARTBEAT_SECONDS = 0.5
+BEAT_LOCK_SECONDS = 2

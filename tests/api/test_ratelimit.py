@@ -92,19 +92,3 @@ def test_limiting_resumes_after_the_pause(auth_client, settings, limiter_outage_
     # when / then: Redis is back
     assert auth_client.get("/api/v2/me")["X-RateLimit-Limit"] == "1"
     assert auth_client.get("/api/v2/me").status_code == 429
-
-
-def test_healthz_reports_database_and_cache(api_client):
-    response = api_client.get("/healthz")
-    assert response.status_code == 200
-    assert response.json() == {"status": "ok", "checks": {"database": "ok", "cache": "ok"}}
-
-
-def test_healthz_reports_redis_down_as_degraded(api_client):
-    with override_settings(CACHES=dead_redis_caches()):
-        response = api_client.get("/healthz")
-    assert response.status_code == 200
-    assert response.json() == {
-        "status": "degraded",
-        "checks": {"database": "ok", "cache": "unavailable"},
-    }

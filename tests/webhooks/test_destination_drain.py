@@ -35,9 +35,10 @@ def empty_queue(settings):
 
 
 def queued() -> list[tuple[str, list]]:
-    """(task name, args) of every message waiting in the broker's default queue."""
+    """(task name, args) of every message waiting in the broker's webhooks queue."""
     client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
-    messages = [json.loads(raw) for raw in reversed(client.lrange("celery", 0, -1))]
+    queue = django_settings.WEBHOOKS_QUEUE
+    messages = [json.loads(raw) for raw in reversed(client.lrange(queue, 0, -1))]
     # kombu's Redis message: a base64 body holding [args, kwargs, embed]
     return [
         (message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0])

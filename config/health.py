@@ -1,0 +1,143 @@
+"""The checks behind /readyz and /status, each bounded in time.
+
+A check returns a small dict with `status` "ok" or the reason it fails ("unavailable",
+"migrations_pending", "stale", ...). Causes (host names, driver messages) go to the log, not
+to the unauthenticated response.
+"""
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Min
+from django.utils import timezone
+
+from config.beat import beat_heartbeat_last
+
+logger = logging.getLogger(__name__)
+
+OK = "ok"
+
+# Checks run here, never in the request thread, so a dependency that hangs costs the probe
+# HEALTH_CHECK_TIMEOUT_SECONDS and no more. A hung check keeps its thread until its driver
+# gives up; once all are stuck, further checks wait in the queue and report `timeout`.
+_executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="health-check")
+
+
+def _using_database(check):
+    """Runs on a pool thread: Django opens that thread's own connection, closed afterwards so
+    no probe leaves one open (CONN_MAX_AGE does not apply outside a request)."""
+
+    def run():
+        try:
+            return check()
+        finally:
+            connections.close_all()
+
+    return run
+
+
+def database_check() -> dict:
+    connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception:
+        logger.warning("health: database unavailable", exc_info=True)
+        return {"status": "unavailable"}
+    # What `migrate --check` compares: the code's migrations against django_migrations.
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        logger.warning("health: %d migrations not applied", len(pending))
+        return {"status": "migrations_pending", "pending": len(pending)}
+    return {"status": OK}
+
+
+def cache_check() -> dict:
+    try:
+        cache.set("health:probe", "ok", timeout=10)
+        if cache.get("health:probe") == "ok":
+            return {"status": OK}
+    except Exception:
+        logger.warning("health: cache unavailable", exc_info=True)
+    return {"status": "unavailable"}
+
+
+def broker_check() -> dict:
+    from config.celery import app
+
+    timeout = settings.HEALTH_CHECK_TIMEOUT_SECONDS
+    try:
+        with app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=timeout)
+            # Redis connects lazily: a round trip proves the broker answers.
+            channel = connection.default_channel
+            client = getattr(channel, "client", None)
+            if client is not None and hasattr(client, "ping"):
+                client.ping()
+    except Exception:
+        logger.warning("health: broker unavailable", exc_info=True)
+        return {"status": "unavailable"}
+    return {"status": OK}
+
+
+def beat_check() -> dict:
+    last = beat_heartbeat_last()
+    if last is None:
+        return {"status": "never_seen", "seconds_since_heartbeat": None}
+    silent = max(0.0, time.time() - float(last))
+    stale_after = 2 * settings.BEAT_HEARTBEAT_SECONDS
+    return {
+        "status": OK if silent <= stale_after else "stale",
+        "seconds_since_heartbeat": round(silent, 1),
+    }
+
+
+def webhook_backlog_check() -> dict:
+    from webhooks.models import WebhookDelivery
+
+    now = timezone.now()
+    # The partial index delivery_due_idx (pending, next_attempt_at) answers this.
+    oldest_due = WebhookDelivery.objects.filter(
+        status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
+    ).aggregate(oldest=Min("next_attempt_at"))["oldest"]
+    age = (now - oldest_due).total_seconds() if oldest_due else 0.0
+    return {
+        "status": OK if age <= settings.HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS else "behind",
+        "oldest_due_seconds": round(age, 1),
+    }
+
+
+READINESS_CHECKS = {
+    "database": _using_database(database_check),
+    "cache": cache_check,
+    "broker": broker_check,
+}
+STATUS_CHECKS = {
+    **READINESS_CHECKS,
+    "beat": beat_check,
+    "webhook_backlog": _using_database(webhook_backlog_check),
+}
+
+
+def run_checks(checks: dict) -> tuple[bool, dict]:
+    """Runs the checks in parallel; returns whether all passed, and each one's result."""
+    futures = {name: _executor.submit(check) for name, check in checks.items()}
+    wait(futures.values(), timeout=settings.HEALTH_CHECK_TIMEOUT_SECONDS)
+    results = {}
+    for name, future in futures.items():
+        if not future.done():
+            future.cancel()  # still queued: never starts; already running: left to finish
+            logger.warning("health: %s check timed out", name)
+            results[name] = {"status": "timeout"}
+        elif future.exception() is not None:
+            logger.error("health: %s check failed", name, exc_info=future.exception())
+            results[name] = {"status": "error"}
+        else:
+            results[name] = future.result()
+    return all(result["status"] == OK for result in results.values()), results

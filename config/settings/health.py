@@ -1,0 +1,40 @@
+"""Settings of health, beat and queues, imported by base.py; read from the environment.
+
+Probes: /healthz (liveness), /readyz (database, migrations, cache, broker), /status (readiness
+plus beat's heartbeat and the webhook backlog, for alerting). Beat holds a lock while it
+schedules (config/beat.py). Webhook sends and maintenance run on separate queues.
+"""
+
+from kombu import Exchange, Queue
+
+from config.settings.env import env
+
+
+# Every probe answers within this, whatever a dependency does (a check still running by then
+# is reported as `timeout`).
+HEALTH_CHECK_TIMEOUT_SECONDS = env.seconds("HEALTH_CHECK_TIMEOUT_SECONDS", 2)
+# Beat ticks, renews its lock and records its heartbeat at least this often; /status reports
+# beat as stale after two intervals of silence.
+BEAT_HEARTBEAT_SECONDS = env.seconds("BEAT_HEARTBEAT_SECONDS", 15)
+# A beat that dies without releasing the lock (kill -9, lost host) blocks a standby beat this
+# long: long enough to survive a missed renewal, short enough that schedules resume quickly.
+BEAT_LOCK_SECONDS = env.seconds("BEAT_LOCK_SECONDS", 4 * BEAT_HEARTBEAT_SECONDS)
+# /status fails when a pending delivery has been due for longer than this (workers stopped,
+# too few of them, or the webhooks queue not consumed).
+HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS = env.seconds("HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS", 300)
+
+CELERY_BEAT_SCHEDULER = "config.beat:LockedScheduler"
+
+# Deliveries (and the sweeper that re-queues them) on their own queue, so a long prune never
+# delays a send; everything else, including any task not routed here, on `maintenance`.
+WEBHOOKS_QUEUE = "webhooks"
+MAINTENANCE_QUEUE = "maintenance"
+# A worker started without -Q consumes every queue listed here (`make run` and the tests).
+# Each with its own exchange and routing key: a bare Queue(name) is bound with the default
+# queue's exchange and key (the worker banner showed `webhooks ... key=maintenance`).
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, Exchange(name, type="direct"), routing_key=name)
+    for name in (WEBHOOKS_QUEUE, MAINTENANCE_QUEUE)
+)
+CELERY_TASK_DEFAULT_QUEUE = MAINTENANCE_QUEUE
+CELERY_TASK_ROUTES = {"webhooks.*": {"queue": WEBHOOKS_QUEUE}}

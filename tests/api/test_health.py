@@ -1,0 +1,285 @@
+"""Probes against the real services: /healthz (liveness), /readyz (database, migrations, cache,
+broker) and /status (plus beat's heartbeat and the webhook backlog).
+
+Outages are made on this test's own Redis (a redis-server started and stopped here) or by
+pointing a setting at a dead port; the suite's shared PostgreSQL and Redis stay up.
+"""
+
+import socket
+import subprocess
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connections
+from django.db.migrations.recorder import MigrationRecorder
+from django.test import Client, override_settings
+from django.utils import timezone
+
+from config.beat import LockedScheduler
+from config.celery import app
+from tests.api.test_settings import production_environment, settings_of
+from tests.factories import StoreFactory, old_events
+from tests.outages import dead_redis_caches, dead_redis_url
+from webhooks.models import WebhookDelivery
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class OwnRedis:
+    """A redis-server of this test alone, stopped and started again on the same port."""
+
+    def __init__(self, workdir):
+        self.port = free_port()
+        self.workdir = workdir
+        self.process = None
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                *("--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--dir", str(self.workdir)),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+
+        def answers():
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+        deadline = time.monotonic() + 10
+        while not answers():
+            assert time.monotonic() < deadline, "own redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    redis = OwnRedis(tmp_path)
+    redis.start()
+    yield redis
+    redis.stop()
+
+
+def redis_caches(url):
+    return {**dead_redis_caches()["default"], "LOCATION": url}
+
+
+@pytest.fixture
+def broker_at(monkeypatch):
+    """Points the Celery app's broker (what the broker check connects to) at another URL."""
+
+    def point(url):
+        monkeypatch.setattr(app.conf, "broker_url", url)
+
+    return point
+
+
+def get_json(path):
+    response = Client().get(path)
+    return response.status_code, response.json()
+
+
+# --- /healthz -------------------------------------------------------------------------------
+
+
+def test_healthz_is_liveness_and_touches_no_dependency(monkeypatch, broker_at):
+    # given the database and Redis are both unreachable (no db fixture: any query would fail)
+    broker_at(dead_redis_url())
+    with override_settings(CACHES=dead_redis_caches()):
+        # when / then: the process is alive, so the answer is still 200
+        assert get_json("/healthz") == (200, {"status": "ok"})
+
+
+# --- /readyz --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_readyz_reports_each_dependency_ok():
+    status, body = get_json("/readyz")
+    assert status == 200
+    assert body == {
+        "status": "ok",
+        "failing": [],
+        "checks": {
+            "database": {"status": "ok"},
+            "cache": {"status": "ok"},
+            "broker": {"status": "ok"},
+        },
+    }
+
+
+@pytest.mark.django_db
+def test_readyz_fails_while_redis_is_stopped_and_recovers_when_it_returns(own_redis, broker_at):
+    broker_at(own_redis.url)
+    with override_settings(CACHES={"default": redis_caches(own_redis.url)}):
+        assert get_json("/readyz")[0] == 200
+        # when Redis stops
+        own_redis.stop()
+        status, body = get_json("/readyz")
+        assert status == 503
+        assert body["failing"] == ["cache", "broker"]
+        assert body["checks"]["cache"] == {"status": "unavailable"}
+        assert body["checks"]["database"] == {"status": "ok"}
+        # when it returns on the same address
+        own_redis.start()
+        status, body = get_json("/readyz")
+        assert (status, body["failing"]) == (200, [])
+
+
+@pytest.mark.django_db
+def test_readyz_fails_while_postgresql_is_unreachable_and_recovers(monkeypatch):
+    # New connections (each check opens its own) go to a port where nothing listens.
+    database = connections.settings["default"]
+    real_port = database["PORT"]
+    monkeypatch.setitem(database, "PORT", str(free_port()))
+    status, body = get_json("/readyz")
+    assert status == 503
+    assert body["failing"] == ["database"]
+    assert body["checks"]["database"] == {"status": "unavailable"}
+    # when PostgreSQL is reachable again
+    monkeypatch.setitem(database, "PORT", real_port)
+    assert get_json("/readyz")[0] == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_fails_while_a_migration_is_not_applied():
+    applied = MigrationRecorder.Migration.objects.filter(app="webhooks").latest("id")
+    applied.delete()
+    try:
+        status, body = get_json("/readyz")
+        assert status == 503
+        assert body["failing"] == ["database"]
+        assert body["checks"]["database"] == {"status": "migrations_pending", "pending": 1}
+    finally:
+        MigrationRecorder.Migration.objects.create(
+            app=applied.app, name=applied.name, applied=applied.applied
+        )
+    assert get_json("/readyz")[0] == 200
+
+
+@pytest.mark.django_db
+def test_readyz_answers_in_bounded_time_when_the_broker_hangs(settings, broker_at):
+    # given a "broker" that accepts connections and never answers
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True).start()
+    broker_at(f"redis://127.0.0.1:{server.getsockname()[1]}/0")
+    settings.HEALTH_CHECK_TIMEOUT_SECONDS = 0.5
+    try:
+        started = time.monotonic()
+        status, body = get_json("/readyz")
+        elapsed = time.monotonic() - started
+        assert status == 503
+        assert body["failing"] == ["broker"]
+        assert body["checks"]["broker"]["status"] in {"timeout", "unavailable"}
+        assert elapsed < 1.5
+    finally:
+        # unblocks the check thread still waiting for an answer
+        for connection in accepted:
+            connection.close()
+        server.close()
+
+
+@pytest.mark.django_db
+def test_production_lets_plain_http_probes_through_its_https_redirect(settings):
+    production = settings_of(production_environment(), "SECURE_REDIRECT_EXEMPT")
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_REDIRECT_EXEMPT = production["SECURE_REDIRECT_EXEMPT"]
+    # load balancers and monitors probe over plain HTTP and do not follow redirects
+    for path in ("/healthz", "/readyz", "/status"):
+        assert Client().get(path).status_code in {200, 503}, path
+    assert Client().get("/api/v2/me").status_code == 301
+
+
+def test_probes_answer_405_with_allow_to_other_methods():
+    for path in ("/healthz", "/readyz", "/status"):
+        response = Client().post(path)
+        assert response.status_code == 405
+        assert response["Allow"] == "GET, HEAD"
+        assert response.json()["code"] == "method_not_allowed"
+
+
+# --- /status: beat heartbeat and webhook backlog --------------------------------------------
+
+
+def make_scheduler(tmp_path, name):
+    return LockedScheduler(app=app, schedule_filename=str(tmp_path / name), lazy=False)
+
+
+@pytest.mark.django_db
+def test_status_reports_beat_ok_after_a_tick_and_stale_after_two_silent_intervals(
+    settings, tmp_path
+):
+    settings.BEAT_HEARTBEAT_SECONDS = 0.3
+    # before any beat ever ticked
+    status, body = get_json("/status")
+    assert status == 503
+    assert body["checks"]["beat"] == {"status": "never_seen", "seconds_since_heartbeat": None}
+    # when beat ticks (holding the lock), it records its heartbeat
+    scheduler = make_scheduler(tmp_path, "beat")
+    try:
+        scheduler.tick()
+        status, body = get_json("/status")
+        assert status == 200, body
+        assert body["checks"]["beat"]["status"] == "ok"
+        # when it stays silent for more than two intervals
+        time.sleep(0.7)
+        status, body = get_json("/status")
+        assert status == 503
+        assert body["failing"] == ["beat"]
+        assert body["checks"]["beat"]["status"] == "stale"
+        assert body["checks"]["beat"]["seconds_since_heartbeat"] >= 0.6
+    finally:
+        scheduler.close()
+
+
+def delivery_due(store, event, due_seconds_ago):
+    return WebhookDelivery.objects.create(
+        store=store,
+        event=event,
+        event_type=event.type,
+        destination_origin="https://receiver.example",
+        next_attempt_at=timezone.now() - timedelta(seconds=due_seconds_ago),
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_status_reports_a_webhook_backlog_older_than_the_configured_age(settings, tmp_path):
+    settings.HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS = 120
+    scheduler = make_scheduler(tmp_path, "beat")
+    try:
+        scheduler.tick()  # a live beat: only the backlog is under test
+        store = StoreFactory()
+        first, second = old_events(store, 2, age_days=0)
+        delivery_due(store, first, due_seconds_ago=30)
+        status, body = get_json("/status")
+        assert status == 200, body
+        assert body["checks"]["webhook_backlog"]["status"] == "ok"
+        # when a delivery has waited longer than the configured age
+        delivery_due(store, second, due_seconds_ago=600)
+        status, body = get_json("/status")
+        assert status == 503
+        assert body["failing"] == ["webhook_backlog"]
+        assert body["checks"]["webhook_backlog"]["status"] == "behind"
+        assert body["checks"]["webhook_backlog"]["oldest_due_seconds"] >= 600
+    finally:
+        scheduler.close()
