@@ -9,7 +9,6 @@ from kombu import Exchange, Queue
 
 from config.settings.env import env
 
-
 # Every probe answers within this, whatever a dependency does (a check still running by then
 # is reported as `timeout`).
 HEALTH_CHECK_TIMEOUT_SECONDS = env.seconds("HEALTH_CHECK_TIMEOUT_SECONDS", 2)
