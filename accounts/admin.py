@@ -12,6 +12,7 @@ from accounts.admin_secrets import secret_shown_once_response
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create, api_key_expiry_validate, api_key_revoke
 from config.api.errors import ValidationFailed
+from stores.admin_filters import store_slug_filter
 
 admin.site.register(User, UserAdmin)
 
@@ -97,6 +98,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         ExpiryFilter,
         UsageFilter,
         ("revoked_at", admin.EmptyFieldListFilter),
+        store_slug_filter("current_store__slug"),
     ]
     search_fields = ["name", "prefix", "user__username", "user__email"]
     readonly_fields = [
@@ -106,8 +108,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "revoked_at",
         "current_store_deleted_at",
     ]
-    autocomplete_fields = ["user"]
-    filter_horizontal = ["stores"]
+    autocomplete_fields = ["user", "current_store", "stores"]
     actions = ["revoke_keys"]
 
     def get_readonly_fields(self, request, obj=None):

@@ -33,3 +33,19 @@ class PermissionsSerializer(serializers.Serializer):
     )
     store_permissions = SortedStringsField(source="role_permissions")
     effective_abilities = SortedStringsField(source="store_context.effective_abilities")
+
+
+# OpenAPI examples (spec "Current user" and "Permissions"), used by accounts/views.py.
+ME_EXAMPLE = {
+    "id": "12",
+    "username": "alice",
+    "email": "alice@example.com",
+    "credential_type": "api_key",
+}
+PERMISSIONS_EXAMPLE = {
+    "credential_type": "api_key",
+    "key_abilities": ["account:read", "coupon", "invoice:read"],
+    "store_access": "all",
+    "store_permissions": ["coupon:read", "coupon:write", "invoice:read", "invoice:write"],
+    "effective_abilities": ["account:read", "coupon:read", "coupon:write", "invoice:read"],
+}

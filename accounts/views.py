@@ -1,9 +1,14 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import viewsets
 from rest_framework.response import Response
 
 from accounts.abilities import ACCOUNT_READ, ROLE_PERMISSIONS
-from accounts.serializers import MeSerializer, PermissionsSerializer
+from accounts.serializers import (
+    ME_EXAMPLE,
+    PERMISSIONS_EXAMPLE,
+    MeSerializer,
+    PermissionsSerializer,
+)
 from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_responses
 from stores.access import HasAbility, StorePermission, resolve_store_context
 
@@ -19,6 +24,7 @@ class MeViewSet(viewsets.GenericViewSet):
     @extend_schema(
         operation_id="me_retrieve",
         responses={200: data_envelope("MeResponse", MeSerializer), **error_responses(403)},
+        examples=[OpenApiExample("Me", value={"data": ME_EXAMPLE}, response_only=True)],
     )
     def retrieve(self, request):
         me = {"user": request.user, "credential": request.auth}
@@ -41,6 +47,9 @@ class PermissionsViewSet(viewsets.GenericViewSet):
             200: data_envelope("PermissionsResponse", PermissionsSerializer),
             **error_responses(403),
         },
+        examples=[
+            OpenApiExample("Permissions", value={"data": PERMISSIONS_EXAMPLE}, response_only=True)
+        ],
     )
     def retrieve(self, request):
         context = resolve_store_context(request)

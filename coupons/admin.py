@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from config.api.errors import ApiError
 from coupons.models import Coupon
 from coupons.services import coupon_delete, coupon_restore
+from stores.admin_filters import StoreSlugFilter
 
 
 class DeletedFilter(admin.SimpleListFilter):
@@ -36,8 +37,10 @@ class CouponAdmin(admin.ModelAdmin):
         "deleted_at",
     ]
     list_select_related = ["store"]
-    list_filter = ["store", "type", DeletedFilter]
+    list_filter = [StoreSlugFilter, "type", DeletedFilter]
     search_fields = ["code"]
+    autocomplete_fields = ["store"]
+    date_hierarchy = "created_at"
     ordering = ["-id"]
     actions = ["soft_delete", "restore"]
 

@@ -12,7 +12,11 @@ from datetime import MAXYEAR, UTC, datetime
 from django.core.validators import RegexValidator
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.utils import PolymorphicProxySerializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    PolymorphicProxySerializer,
+    extend_schema_serializer,
+)
 from rest_framework import serializers
 
 from config.api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
@@ -35,6 +39,43 @@ TYPE_RULE = "must be PERCENTAGE or AMOUNT"
 LATEST_EXPIRES_AT = datetime(MAXYEAR, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
+# OpenAPI examples (spec "Coupon (v1)"), also used by coupons/views.py.
+COUPON_EXAMPLE = {
+    "id": 42,
+    "code": "SUMMER25",
+    "type": "PERCENTAGE",
+    "discount": 25,
+    "store_wide": True,
+    "limit": 100,
+    "minimum_amount": 50,
+    "expires_at": "2030-09-01T00:00:00Z",
+    "created_at": "2026-06-01T09:30:00Z",
+    "updated_at": "2026-06-01T09:30:00Z",
+    "store_id": 7,
+    "deleted_at": None,
+}
+COUPON_CREATE_EXAMPLE = {
+    "code": "SUMMER25",
+    "type": "PERCENTAGE",
+    "discount": 25,
+    "store_wide": True,
+    "limit": 100,
+    "minimum_amount": 50,
+    "expires_at": "2030-09-01T00:00:00Z",
+}
+COUPON_AMOUNT_CREATE_EXAMPLE = {
+    "code": "TENOFF",
+    "type": "AMOUNT",
+    "discount": 10,
+    "store_wide": True,
+}
+COUPON_UPDATE_EXAMPLE = {"discount": 30, "expires_at": "2030-12-31T23:59:59Z"}
+
+
+# The item of the paginated list (GET /api/v1/coupons builds its page example from it).
+@extend_schema_serializer(
+    examples=[OpenApiExample("Coupon", value=COUPON_EXAMPLE, response_only=True)]
+)
 class CouponSerializer(serializers.ModelSerializer):
     """The bare v1 coupon: integer ids, every field present (null where unset), UTC `Z` times."""
 

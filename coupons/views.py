@@ -1,7 +1,12 @@
 """v1 coupon endpoints (spec "Coupons (v1)"): API keys only, scoped to the resolved store."""
 
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
@@ -12,7 +17,15 @@ from config.api.schema import STORE_HEADER_PARAMETER, RequiredBodySchema, error_
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
 from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list
-from coupons.serializers import CouponCreateRequest, CouponSerializer, CouponWriteSerializer
+from coupons.serializers import (
+    COUPON_AMOUNT_CREATE_EXAMPLE,
+    COUPON_CREATE_EXAMPLE,
+    COUPON_EXAMPLE,
+    COUPON_UPDATE_EXAMPLE,
+    CouponCreateRequest,
+    CouponSerializer,
+    CouponWriteSerializer,
+)
 from coupons.services import coupon_create, coupon_delete, coupon_update
 from stores.access import ApiKeyOnly, StorePermission
 
@@ -32,6 +45,13 @@ COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
         summary="Create a coupon",
         request=CouponCreateRequest,
         responses={201: CouponSerializer, **error_responses(403, 409, 415, 422)},
+        examples=[
+            OpenApiExample("Percentage", value=COUPON_CREATE_EXAMPLE, request_only=True),
+            OpenApiExample("Amount", value=COUPON_AMOUNT_CREATE_EXAMPLE, request_only=True),
+            OpenApiExample(
+                "Created", value=COUPON_EXAMPLE, response_only=True, status_codes=["201"]
+            ),
+        ],
     ),
     retrieve=extend_schema(
         operation_id="coupons_retrieve",
@@ -45,6 +65,17 @@ COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
         summary="Change some fields of a live coupon",
         request=CouponWriteSerializer(partial=True),
         responses={200: CouponSerializer, **error_responses(403, 404, 409, 415, 422)},
+        examples=[
+            OpenApiExample(
+                "New discount and expiry", value=COUPON_UPDATE_EXAMPLE, request_only=True
+            ),
+            OpenApiExample(
+                "Updated",
+                value={**COUPON_EXAMPLE, **COUPON_UPDATE_EXAMPLE},
+                response_only=True,
+                status_codes=["200"],
+            ),
+        ],
     ),
     destroy=extend_schema(
         operation_id="coupons_destroy",
@@ -62,7 +93,7 @@ class CouponViewSet(GenericViewSet):
     serializer_class = CouponSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = CouponListFilter
-    pagination_class = LaravelPagination
+    pagination_class = LaravelPagination.documented_at("/api/v1/coupons")
     lookup_url_kwarg = "id"  # the spec's path parameter name
     lookup_value_regex = "[0-9]+"
     schema = RequiredBodySchema()

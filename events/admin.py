@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from events.models import Event, EventPruneMark
+from stores.admin_filters import StoreSlugFilter
 
 
 @admin.register(Event)
@@ -8,11 +9,12 @@ class EventAdmin(admin.ModelAdmin):
     """Read-only: the journal is written by `events.services.record` alone."""
 
     list_display = ["id", "type", "version", "store", "subject_type", "subject_id", "occurred_at"]
-    list_filter = ["type", "subject_type", "store"]
+    list_filter = ["type", "subject_type", StoreSlugFilter]
     search_fields = ["=id", "=subject_id"]
     list_select_related = ["store"]
+    autocomplete_fields = ["store"]
     ordering = ["-occurred_at"]
-    date_hierarchy = None
+    date_hierarchy = "occurred_at"
     # The journal is large: no COUNT(*) over it on every page.
     show_full_result_count = False
 
@@ -29,6 +31,9 @@ class EventAdmin(admin.ModelAdmin):
 @admin.register(EventPruneMark)
 class EventPruneMarkAdmin(admin.ModelAdmin):
     list_display = ["store", "txid", "event_id", "updated_at"]
+    list_select_related = ["store"]
+    list_filter = [StoreSlugFilter]
+    autocomplete_fields = ["store"]
 
     def has_add_permission(self, request):
         return False

@@ -71,12 +71,15 @@ class JournalPagination(BasePagination):
                             "description": "Send as `cursor` to get the events after this "
                             "page. Present on every page, empty ones included, and never "
                             "equal to the request's `cursor`.",
+                            # drf-spectacular builds the list's example from these examples.
+                            "example": ".eJyrVipWsjLSUTJUslIqzsxNTM7ILFLSUcpSsjI0:1tAbCd:x3kD9sQ",
                         },
                         "has_more": {
                             "type": "boolean",
                             "description": "Whether another page is ready now.",
+                            "example": False,
                         },
-                        "retention_days": {"type": "integer"},
+                        "retention_days": {"type": "integer", "example": 30},
                     },
                 },
             },

@@ -1,5 +1,6 @@
 from datetime import UTC
 
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.schema import ErrorEnvelopeSerializer
@@ -12,6 +13,21 @@ class EventSubjectSerializer(serializers.Serializer):
     id = serializers.CharField(source="subject_id")
 
 
+# OpenAPI example (spec "Event (v2)"): the item of the journal's page examples.
+EVENT_EXAMPLE = {
+    "id": "evt_01J0Z8X4R2M6N7P8Q9R0S1T2V3",
+    "type": "order.completed",
+    "version": 1,
+    "store_id": "7",
+    "occurred_at": "2026-06-02T14:05:00Z",
+    "subject": {"type": "order", "id": "1001"},
+    "data": {"total_cents": 4599, "currency": "EUR"},
+}
+
+
+@extend_schema_serializer(
+    examples=[OpenApiExample("order.completed", value=EVENT_EXAMPLE, response_only=True)]
+)
 class EventSerializer(serializers.ModelSerializer):
     """The Event (v2) resource: the journal's items and the body of webhook deliveries."""
 

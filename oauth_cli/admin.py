@@ -35,6 +35,19 @@ class ViewOnlyAdminMixin:
 # the CLI's type, grant, consent skipping, secret or redirect URIs. Tokens and codes are not
 # minted or edited by hand; they are revoked through installations and token families below,
 # which keep the family bookkeeping right.
+#
+# A view-only form shows every field as text, so each secret is excluded here: DOT itself hides
+# the raw token and code (and shows `masked_token`/`masked_code`), but not the client secret
+# (hashed, yet a hash is what an offline guess is checked against) nor the token checksums
+# (SHA-256 of the token: the lookup key that finds it).
+SECRET_FIELDS = {
+    Application: ["client_secret"],
+    get_access_token_model(): ["token", "token_checksum"],
+    get_refresh_token_model(): ["token", "token_checksum"],
+    get_grant_model(): ["code"],
+    get_id_token_model(): [],
+}
+
 for model, admin_class in [
     (Application, get_application_admin_class()),
     (get_access_token_model(), get_access_token_admin_class()),
@@ -45,7 +58,19 @@ for model, admin_class in [
     if admin.site.is_registered(model):
         admin.site.unregister(model)
     admin.site.register(
-        model, type(f"ViewOnly{admin_class.__name__}", (ViewOnlyAdminMixin, admin_class), {})
+        model,
+        type(
+            f"ViewOnly{admin_class.__name__}",
+            (ViewOnlyAdminMixin, admin_class),
+            {
+                "exclude": SECRET_FIELDS[model],
+                # Users by autocomplete, as in every other admin (DOT uses a raw id input).
+                "raw_id_fields": [
+                    name for name in getattr(admin_class, "raw_id_fields", ()) if name != "user"
+                ],
+                "autocomplete_fields": ["user"],
+            },
+        ),
     )
 
 
@@ -68,6 +93,9 @@ class InstallationAdmin(admin.ModelAdmin):
     list_display = ("id", "user", "application", "created_at")
     search_fields = ("user__username", "user__email", "id")
     readonly_fields = ("id", "user", "application", "created_at")
+    date_hierarchy = "created_at"
+    list_select_related = ("user", "application")
+    autocomplete_fields = ("user",)
     inlines = [TokenFamilyInline]
     actions = ["revoke_installations"]
 

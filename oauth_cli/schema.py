@@ -9,6 +9,7 @@ page, and the business envelope on 429 and 500.
 
 from django.conf import settings
 
+from config.api.pagination import EXAMPLE_BASE_URL
 from config.api.schema import RATE_LIMIT_RESPONSE_HEADERS
 from oauth_cli.authorize import CODE_CHALLENGE_PATTERN
 
@@ -54,8 +55,19 @@ NO_CACHE_PRAGMA = _header({"type": "string", "enum": ["no-cache"]}, "HTTP/1.0 no
 LOCATION = _header({"type": "string"}, "Where the browser goes next.")
 
 
-def _json(schema: dict, description: str, headers: dict | None = None) -> dict:
+def _examples(**values) -> dict:
+    """An OpenAPI `examples` map: each keyword is an example's name, with its value."""
+    return {
+        name: {"summary": name.replace("_", " "), "value": value} for name, value in values.items()
+    }
+
+
+def _json(
+    schema: dict, description: str, headers: dict | None = None, examples: dict | None = None
+) -> dict:
     response = {"description": description, "content": {"application/json": {"schema": schema}}}
+    if examples:
+        response["content"]["application/json"]["examples"] = examples
     if headers:
         response["headers"] = headers
     return response
@@ -93,16 +105,34 @@ def _ref(component: str) -> dict:
     return {"$ref": f"#/components/schemas/{component}"}
 
 
-def _form_operation(operation_id: str, summary: str, body: dict, security, responses) -> dict:
+def _form_operation(
+    operation_id: str, summary: str, body: dict, security, responses, examples: dict
+) -> dict:
     """An operation whose required body is an HTML form (application/x-www-form-urlencoded)."""
     return {
         "operationId": operation_id,
         "summary": summary,
         "tags": [TAG],
         "security": security,
-        "requestBody": {"required": True, "content": {FORM: {"schema": body}}},
+        "requestBody": {
+            "required": True,
+            "content": {FORM: {"schema": body, "examples": examples}},
+        },
         "responses": responses,
     }
+
+
+# Example values (spec "Discovery and OAuth protocol", docs/api/oauth.md); the codes, tokens
+# and verifier below are made up, in the shapes the endpoints issue and accept.
+EXAMPLE_STATE = "st-5b1f9c2a"
+EXAMPLE_CODE = "Xq3vN8pLmT2rK7wYc4hJ9sD1fG6bZ0aE"
+EXAMPLE_CODE_VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk-cli-example"
+EXAMPLE_ACCESS_TOKEN = "Jd8x2LpQ7vR4mN9tK3wZ6yH1cF5bG0aS"
+EXAMPLE_REFRESH_TOKEN = "Rt4kP9zW2qL7xN3mV8cJ5yB1hD6fG0sA"
+EXAMPLE_AUTH_TOKEN = "a3f1c9e7b5d2468097ab1cd2ef3456789"
+# A CSRF token's shape (64 characters, masked form); the real one comes from the page.
+EXAMPLE_CSRF_TOKEN = "kE3nR8sT1vW6yZ0bD4fH7jL2mP5qS9uXaC3eG6iK8oM1rT4vY7zB0dF2hJ5lN8pQ"
+EXAMPLE_REDIRECT_URI = "http://127.0.0.1:53682/callback"
 
 
 def _schemas() -> dict:
@@ -316,6 +346,31 @@ def _authorize_answer_responses() -> dict:
     }
 
 
+CONSENT_PAGE_EXAMPLE = (
+    "<!DOCTYPE html><html><head><title>Connect the Storefront CLI</title></head><body>"
+    "<h1>Connect the Storefront CLI to your account?</h1>"
+    '<form method="post"><input type="hidden" name="auth_token" value="…">'
+    '<button type="submit">Approve</button>'
+    '<button type="submit" name="_method" value="DELETE">Refuse</button></form>'
+    "</body></html>"
+)
+
+
+def _metadata_example() -> dict:
+    return {
+        "issuer": EXAMPLE_BASE_URL,
+        "authorization_endpoint": f"{EXAMPLE_BASE_URL}/oauth/authorize",
+        "token_endpoint": f"{EXAMPLE_BASE_URL}/oauth/token",
+        "revocation_endpoint": f"{EXAMPLE_BASE_URL}/oauth/revoke",
+        "response_types_supported": ["code"],
+        "grant_types_supported": settings.OAUTH2_PROVIDER["OAUTH2_GRANT_TYPES_SUPPORTED"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "revocation_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": [settings.OAUTH_SCOPE_ADMIN],
+    }
+
+
 def _paths() -> dict:
     invalid_client = _protocol_error(
         "`invalid_client`: unknown client id or wrong Basic credential.",
@@ -326,6 +381,7 @@ def _paths() -> dict:
     )
     client_security = [{}, {"clientBasic": []}]
     browser = [{"browserSession": []}]
+    cli = settings.CLI_CLIENT_ID
     return {
         "/.well-known/oauth-authorization-server": {
             "get": {
@@ -338,6 +394,7 @@ def _paths() -> dict:
                         _ref("AuthorizationServerMetadata"),
                         "The discovery document.",
                         {"Cache-Control": _header({"type": "string"}, "Cacheable for an hour.")},
+                        _examples(discovery_document=_metadata_example()),
                     ),
                     **_common_errors(),
                 },
@@ -353,7 +410,12 @@ def _paths() -> dict:
                 "responses": {
                     "200": {
                         "description": "The consent page, for a signed-in browser.",
-                        "content": {"text/html": {"schema": {"type": "string"}}},
+                        "content": {
+                            "text/html": {
+                                "schema": {"type": "string"},
+                                "examples": _examples(consent_page=CONSENT_PAGE_EXAMPLE),
+                            }
+                        },
                         "headers": {
                             "Content-Security-Policy": _header({"type": "string"}, "No script."),
                             "X-Frame-Options": _header({"type": "string", "enum": ["DENY"]}, ""),
@@ -391,6 +453,14 @@ def _paths() -> dict:
                 _ref("ConsentApprovalForm"),
                 browser,
                 _authorize_answer_responses(),
+                _examples(
+                    approve={
+                        "auth_token": EXAMPLE_AUTH_TOKEN,
+                        "client_id": cli,
+                        "state": EXAMPLE_STATE,
+                        "_token": EXAMPLE_CSRF_TOKEN,
+                    }
+                ),
             ),
             "delete": _form_operation(
                 "oauth_authorize_refuse",
@@ -398,6 +468,7 @@ def _paths() -> dict:
                 _ref("ConsentRefusalForm"),
                 browser,
                 _authorize_answer_responses(),
+                _examples(refuse={"auth_token": EXAMPLE_AUTH_TOKEN, "_token": EXAMPLE_CSRF_TOKEN}),
             ),
         },
         "/oauth/token": {
@@ -411,6 +482,17 @@ def _paths() -> dict:
                         _ref("TokenResponse"),
                         "A new token pair.",
                         {"Cache-Control": NO_STORE, "Pragma": NO_CACHE_PRAGMA},
+                        _examples(
+                            token_pair={
+                                "access_token": EXAMPLE_ACCESS_TOKEN,
+                                "token_type": "Bearer",
+                                "expires_in": settings.OAUTH2_PROVIDER[
+                                    "ACCESS_TOKEN_EXPIRE_SECONDS"
+                                ],
+                                "scope": settings.OAUTH_SCOPE_ADMIN,
+                                "refresh_token": EXAMPLE_REFRESH_TOKEN,
+                            }
+                        ),
                     ),
                     "400": _malformed_or_protocol_error(
                         "`invalid_grant` (unknown, used or expired code or refresh token; "
@@ -420,6 +502,20 @@ def _paths() -> dict:
                     "401": invalid_client,
                     **_common_errors(),
                 },
+                _examples(
+                    authorization_code={
+                        "grant_type": "authorization_code",
+                        "client_id": cli,
+                        "code": EXAMPLE_CODE,
+                        "redirect_uri": EXAMPLE_REDIRECT_URI,
+                        "code_verifier": EXAMPLE_CODE_VERIFIER,
+                    },
+                    refresh_token={
+                        "grant_type": "refresh_token",
+                        "client_id": cli,
+                        "refresh_token": EXAMPLE_REFRESH_TOKEN,
+                    },
+                ),
             )
         },
         "/oauth/revoke": {
@@ -433,11 +529,19 @@ def _paths() -> dict:
                         {"type": "array", "maxItems": 0},
                         "Revoked, or the token was unknown (RFC 7009 §2.2): `[]`.",
                         {"Cache-Control": NO_STORE},
+                        _examples(revoked=[]),
                     ),
                     "400": _malformed_or_protocol_error("`invalid_request`: no `token`."),
                     "401": invalid_client,
                     **_common_errors(),
                 },
+                _examples(
+                    refresh_token={
+                        "client_id": cli,
+                        "token": EXAMPLE_REFRESH_TOKEN,
+                        "token_type_hint": "refresh_token",
+                    }
+                ),
             )
         },
     }

@@ -36,3 +36,13 @@ class InstallationSerializer(serializers.Serializer):
     grant_model = ConstantField(GRANT_MODEL, source="*")
     scopes = ConstantListField(child=ConstantField(settings.OAUTH_SCOPE_ADMIN))
     created_at = serializers.DateTimeField()
+
+
+# OpenAPI example (spec "OAuth installation (v2)"), used by oauth_cli/api_views.py.
+INSTALLATION_EXAMPLE = {
+    "id": "5f1d2c3b-8a7e-4b6c-9d0e-1f2a3b4c5d6e",
+    "client_id": settings.CLI_CLIENT_ID,
+    "grant_model": "account",
+    "scopes": ["admin"],
+    "created_at": "2026-06-01T09:00:00Z",
+}

@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 from config.api.errors import ApiError, ValidationFailed
 from orders.models import Order
 from orders.services import order_complete, order_place
+from stores.admin_filters import StoreSlugFilter
 
 
 class OrderPlaceForm(forms.ModelForm):
@@ -36,8 +37,10 @@ class OrderPlaceForm(forms.ModelForm):
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
     list_display = ["id", "store", "status", "total_cents", "currency", "coupon", "created_at"]
-    list_filter = ["status", "currency", "store"]
+    list_filter = ["status", "currency", StoreSlugFilter]
     search_fields = ["=id"]
+    date_hierarchy = "created_at"
+    autocomplete_fields = ["store"]
     list_select_related = ["store", "coupon"]
     actions = ["complete_orders"]
 

@@ -1,10 +1,22 @@
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
 from orders.models import Order
 
 INVOICE_FIELDS = ["id", "status", "total_cents", "currency", "created_at"]
+# OpenAPI example of an invoice (the item of the v1 and v2 list examples).
+INVOICE_EXAMPLE = {
+    "id": 1001,
+    "status": "completed",
+    "total_cents": 4599,
+    "currency": "EUR",
+    "created_at": "2026-06-02T14:05:00Z",
+}
 
 
+@extend_schema_serializer(
+    examples=[OpenApiExample("Invoice", value=INVOICE_EXAMPLE, response_only=True)]
+)
 class InvoiceV1Serializer(serializers.ModelSerializer):
     """v1: bare integer ids."""
 
@@ -14,6 +26,15 @@ class InvoiceV1Serializer(serializers.ModelSerializer):
         read_only_fields = INVOICE_FIELDS
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "Invoice",
+            value={**INVOICE_EXAMPLE, "id": str(INVOICE_EXAMPLE["id"])},
+            response_only=True,
+        )
+    ]
+)
 class InvoiceV2Serializer(InvoiceV1Serializer):
     """v2: identifiers are strings."""
 

@@ -35,6 +35,7 @@ class InvoiceViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 class InvoiceV1ViewSet(InvoiceViewSet):
     permission_classes = [ApiKeyOnly, StorePermission]
     serializer_class = InvoiceV1Serializer
+    pagination_class = LaravelPagination.documented_at("/api/v1/invoices")
 
 
 @extend_schema_view(
@@ -48,3 +49,4 @@ class InvoiceV1ViewSet(InvoiceViewSet):
 )
 class InvoiceV2ViewSet(InvoiceViewSet):
     serializer_class = InvoiceV2Serializer
+    pagination_class = LaravelPagination.documented_at("/api/v2/invoices")

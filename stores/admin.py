@@ -3,6 +3,7 @@ from django.contrib import admin
 from rest_framework import serializers
 
 from config.api.errors import ValidationFailed
+from stores.admin_filters import StoreSlugFilter
 from stores.models import Membership, Store
 from stores.serializers import StoreSlugField
 from stores.services import store_slug_check_not_reserved
@@ -43,12 +44,17 @@ class StoreAdmin(admin.ModelAdmin):
     form = StoreAdminForm
     list_display = ["slug", "name", "visibility", "created_by", "created_at"]
     search_fields = ["slug", "name"]
+    ordering = ["slug"]
+    date_hierarchy = "created_at"
+    autocomplete_fields = ["created_by"]
+    list_select_related = ["created_by"]
     inlines = [MembershipInline]
 
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
     list_display = ["user", "store", "role", "created_at"]
-    list_filter = ["role"]
+    list_filter = ["role", StoreSlugFilter]
+    list_select_related = ["user", "store"]
     search_fields = ["user__username", "store__slug"]
     autocomplete_fields = ["user", "store"]

@@ -109,3 +109,14 @@ class StoreCreatedSerializer(StoreSerializer):
 
     def get_dashboard_url(self, store) -> str:
         return settings.BASE_URL + reverse("admin:stores_store_change", args=[store.pk])
+
+
+# OpenAPI examples (spec "Store (v2)"), used by stores/views.py.
+STORE_EXAMPLE = {"id": "7", "slug": "acme-outdoor", "name": "Acme Outdoor"}
+STORE_CREATE_EXAMPLE = {"name": "Acme Outdoor", "slug": "acme-outdoor"}
+STORE_CREATED_EXAMPLE = {
+    **STORE_EXAMPLE,
+    "visibility": "PUBLIC",
+    "storefront_url": "https://acme-outdoor.storefront.example.com",
+    "dashboard_url": "https://storefront.example.com/admin/stores/store/7/change/",
+}

@@ -1,5 +1,5 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.response import Response
 
@@ -9,7 +9,14 @@ from config.api.schema import data_envelope, error_responses
 from stores.access import HasAbility
 from stores.models import Store
 from stores.selectors import stores_accessible
-from stores.serializers import StoreCreatedSerializer, StoreCreateSerializer, StoreSerializer
+from stores.serializers import (
+    STORE_CREATE_EXAMPLE,
+    STORE_CREATED_EXAMPLE,
+    STORE_EXAMPLE,
+    StoreCreatedSerializer,
+    StoreCreateSerializer,
+    StoreSerializer,
+)
 from stores.services import store_create
 
 
@@ -40,6 +47,7 @@ class StoreViewSet(viewsets.GenericViewSet):
             200: data_envelope("StoreListResponse", StoreSerializer, many=True),
             **error_responses(403),
         },
+        examples=[OpenApiExample("Stores", value={"data": [STORE_EXAMPLE]}, response_only=True)],
     )
     def list(self, request):
         return Response({"data": StoreSerializer(self.get_queryset(), many=True).data})
@@ -50,6 +58,15 @@ class StoreViewSet(viewsets.GenericViewSet):
             201: data_envelope("StoreCreatedResponse", StoreCreatedSerializer),
             **error_responses(403, 409, 415, 422),
         },
+        examples=[
+            OpenApiExample("New store", value=STORE_CREATE_EXAMPLE, request_only=True),
+            OpenApiExample(
+                "Created",
+                value={"data": STORE_CREATED_EXAMPLE},
+                response_only=True,
+                status_codes=["201"],
+            ),
+        ],
     )
     @idempotent(
         operation="stores.create", replayed_statuses=[201, 422], required=True, min_length=1
@@ -70,6 +87,7 @@ class StoreViewSet(viewsets.GenericViewSet):
             200: data_envelope("StoreResponse", StoreSerializer),
             **error_responses(403, 404),
         },
+        examples=[OpenApiExample("Store", value={"data": STORE_EXAMPLE}, response_only=True)],
     )
     def retrieve(self, request, store: str):
         return Response({"data": StoreSerializer(self.get_object()).data})

@@ -4,9 +4,11 @@ and a replay action. Every change goes through webhooks.services."""
 from django.contrib import admin, messages
 from django.contrib.auth import get_permission_codename
 from django.urls import reverse
+from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import secret_shown_once_response
 from config.api.errors import ApiError, RateLimited
+from stores.admin_filters import StoreSlugFilter
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (
     delivery_replay,
@@ -18,7 +20,9 @@ from webhooks.services import (
 @admin.register(WebhookDestination)
 class WebhookDestinationAdmin(admin.ModelAdmin):
     list_display = ["store", "url", "enabled", "disabled_reason", "failing_since", "updated_at"]
-    list_filter = ["enabled", "disabled_reason"]
+    list_filter = ["enabled", "disabled_reason", StoreSlugFilter]
+    list_select_related = ["store"]
+    autocomplete_fields = ["store"]
     search_fields = ["store__slug", "url"]
     readonly_fields = [
         "store",
@@ -27,12 +31,23 @@ class WebhookDestinationAdmin(admin.ModelAdmin):
         "enabled",
         "disabled_reason",
         "failing_since",
+        "signing_secret",
+        "previous_signing_secret",
         "previous_secret_expires_at",
         "created_at",
         "updated_at",
     ]
+    # The secrets themselves are never rendered; a masked tail tells two of them apart.
     exclude = ["secret", "previous_secret"]
     actions = ["enable", "disable", "rotate_secret"]
+
+    @admin.display(description="signing secret")
+    def signing_secret(self, destination: WebhookDestination) -> str:
+        return mask_credential(destination.secret)
+
+    @admin.display(description="previous signing secret")
+    def previous_signing_secret(self, destination: WebhookDestination) -> str:
+        return mask_credential(destination.previous_secret) or "-"
 
     def has_add_permission(self, request):
         # Created through PUT /api/v2/webhook-destination, which validates the URL (SSRF).
@@ -95,7 +110,10 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         "next_attempt_at",
         "created_at",
     ]
-    list_filter = ["status", "event_type"]
+    list_filter = ["status", "event_type", StoreSlugFilter]
+    list_select_related = ["store"]
+    autocomplete_fields = ["store"]
+    date_hierarchy = "created_at"
     search_fields = ["id", "event__id", "store__slug"]
     readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
     inlines = [WebhookDeliveryAttemptInline]

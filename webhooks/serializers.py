@@ -2,7 +2,7 @@
 these classes (drf-spectacular), so each rule is written once, here."""
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
@@ -153,6 +153,62 @@ class WebhookEventTypeListSerializer(serializers.Serializer):
     data = WebhookEventTypeSerializer(many=True)
 
 
+# OpenAPI examples (spec "Webhook delivery", "Webhook event type"; DESIGN.md "Webhooks"),
+# used by webhooks/views.py.
+WEBHOOK_DELIVERY_EXAMPLE = {
+    "id": "3f0c9a52-7d1e-4b8a-9c2f-5e6d7a8b9c0d",
+    "event_id": "evt_01J0Z8X4R2M6N7P8Q9R0S1T2V3",
+    "event_type": "order.completed",
+    "status": "succeeded",
+    "destination_origin": "https://hooks.example.com",
+    "attempts": 1,
+    "response_status": 200,
+    "response_body": "ok",
+    "next_attempt_at": None,
+    "created_at": "2026-06-02T14:05:01Z",
+    "updated_at": "2026-06-02T14:05:02Z",
+}
+WEBHOOK_DELIVERY_REPLAYED_EXAMPLE = {
+    **WEBHOOK_DELIVERY_EXAMPLE,
+    "id": "8b7a6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c5d",
+    "status": "pending",
+    "attempts": 0,
+    "response_status": None,
+    "response_body": None,
+    "next_attempt_at": "2026-06-03T10:00:00Z",
+    "created_at": "2026-06-03T10:00:00Z",
+    "updated_at": "2026-06-03T10:00:00Z",
+}
+WEBHOOK_DESTINATION_PUT_EXAMPLE = {
+    "url": "https://hooks.example.com/storefront",
+    "event_types": ["order.completed"],
+    "enabled": True,
+}
+WEBHOOK_DESTINATION_EXAMPLE = {
+    **WEBHOOK_DESTINATION_PUT_EXAMPLE,
+    "disabled_reason": None,
+    "created_at": "2026-06-01T09:00:00Z",
+    "updated_at": "2026-06-01T09:00:00Z",
+}
+WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE = {
+    **WEBHOOK_DESTINATION_EXAMPLE,
+    "secret": "whsec_c2lnbmluZy1zZWNyZXQtZXhhbXBsZS0wMTIzNDU2Nzg5YWI=",
+}
+WEBHOOK_EVENT_TYPES_EXAMPLE = {
+    "data": [
+        {
+            "type": "order.completed",
+            "version": 1,
+            "description": "An order completed and delivery began.",
+        }
+    ]
+}
+
+
+# The item of the paginated list (GET /api/v2/webhook-deliveries builds its page example).
+@extend_schema_serializer(
+    examples=[OpenApiExample("Delivery", value=WEBHOOK_DELIVERY_EXAMPLE, response_only=True)]
+)
 class WebhookDeliverySerializer(serializers.ModelSerializer):
     id = serializers.CharField()
     event_id = serializers.CharField()

@@ -9,7 +9,7 @@ import hashlib
 import hmac
 
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -30,6 +30,12 @@ from webhooks.selectors import (
     event_types_list,
 )
 from webhooks.serializers import (
+    WEBHOOK_DELIVERY_EXAMPLE,
+    WEBHOOK_DELIVERY_REPLAYED_EXAMPLE,
+    WEBHOOK_DESTINATION_EXAMPLE,
+    WEBHOOK_DESTINATION_PUT_EXAMPLE,
+    WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE,
+    WEBHOOK_EVENT_TYPES_EXAMPLE,
     WebhookDeliveryReplaySerializer,
     WebhookDeliverySerializer,
     WebhookDestinationPutSerializer,
@@ -129,6 +135,11 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             200: data_envelope("WebhookDestinationResponse", WebhookDestinationSerializer),
             **error_responses(403, 404),
         },
+        examples=[
+            OpenApiExample(
+                "Destination", value={"data": WEBHOOK_DESTINATION_EXAMPLE}, response_only=True
+            )
+        ],
     )
     def retrieve(self, request):
         destination = destination_get(store=request.store)
@@ -146,6 +157,21 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             ),
             **error_responses(403, 409, 415, 422),
         },
+        examples=[
+            OpenApiExample("Destination", value=WEBHOOK_DESTINATION_PUT_EXAMPLE, request_only=True),
+            OpenApiExample(
+                "Replaced",
+                value={"data": WEBHOOK_DESTINATION_EXAMPLE},
+                response_only=True,
+                status_codes=["200"],
+            ),
+            OpenApiExample(
+                "Created, with its signing secret",
+                value={"data": WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE},
+                response_only=True,
+                status_codes=["201"],
+            ),
+        ],
     )
     @idempotent_secret_shown_once(
         operation="webhooks.destination_put", replayed_statuses=[200, 201, 422]
@@ -179,6 +205,13 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             ),
             **error_responses(403, 404, 409, 415, 422),
         },
+        examples=[
+            OpenApiExample(
+                "New signing secret",
+                value={"data": WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE},
+                response_only=True,
+            )
+        ],
     )
     # Above @action, not under it: @action replaces the function's `kwargs`, where
     # drf-spectacular keeps the Idempotency-Key and Idempotent-Replayed declarations.
@@ -199,6 +232,9 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     @extend_schema(
         operation_id="webhook_event_types_list",
         responses={200: WebhookEventTypeListSerializer, **error_responses(403)},
+        examples=[
+            OpenApiExample("Event types", value=WEBHOOK_EVENT_TYPES_EXAMPLE, response_only=True)
+        ],
     )
     def list(self, request):
         return Response(self.get_serializer({"data": event_types_list()}).data)
@@ -209,7 +245,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
     serializer_class = WebhookDeliverySerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = WebhookDeliveryFilter
-    pagination_class = LaravelPagination
+    pagination_class = LaravelPagination.documented_at("/api/v2/webhook-deliveries")
     lookup_url_kwarg = "delivery"
     # Anything up to the next slash reaches the view (after authentication), where a malformed
     # id is the selector's 404, as another store's id is; DELIVERY_PATH_PARAMETER says UUID.
@@ -235,6 +271,9 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
             200: data_envelope("WebhookDeliveryResponse", WebhookDeliverySerializer),
             **error_responses(403, 404),
         },
+        examples=[
+            OpenApiExample("Delivery", value={"data": WEBHOOK_DELIVERY_EXAMPLE}, response_only=True)
+        ],
     )
     def retrieve(self, request, delivery: str):
         found = delivery_get(store=request.store, delivery_id=delivery)
@@ -251,6 +290,15 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
             201: data_envelope("WebhookDeliveryReplayResponse", WebhookDeliverySerializer),
             **error_responses(403, 404, 409, 415, 422),
         },
+        examples=[
+            OpenApiExample("Empty body", value={}, request_only=True),
+            OpenApiExample(
+                "New pending delivery",
+                value={"data": WEBHOOK_DELIVERY_REPLAYED_EXAMPLE},
+                response_only=True,
+                status_codes=["201"],
+            ),
+        ],
     )
     # Above @action for the reason given at rotate_secret.
     @idempotent(

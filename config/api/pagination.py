@@ -60,9 +60,21 @@ def _page_range_elements(current: int, last: int) -> list:
     ]
 
 
+# Where the OpenAPI examples of pages (and of the resources in them) live.
+EXAMPLE_BASE_URL = "https://storefront.example.com"
+
+
 class LaravelPagination(BasePagination):
     default_limit = DEFAULT_PAGE_SIZE
     max_limit = MAX_PAGE_SIZE
+    # The list's path in its schema example (a one-item first page), set per view with
+    # `documented_at`: drf-spectacular builds a list operation's example from the item's
+    # example and the `example` of each field of this envelope.
+    example_path = "/api/v2/..."
+
+    @classmethod
+    def documented_at(cls, path: str) -> type["LaravelPagination"]:
+        return type(cls.__name__, (cls,), {"example_path": path})
 
     def paginate_queryset(self, queryset, request, view=None):
         self.request = request
@@ -126,6 +138,9 @@ class LaravelPagination(BasePagination):
 
     def get_paginated_response_schema(self, schema):
         nullable_url = {"type": "string", "format": "uri", "nullable": True}
+        path = f"{EXAMPLE_BASE_URL}{self.example_path}"
+        first = f"{path}?page=1"
+        links = {"first": first, "last": first, "prev": None, "next": None}
         return {
             "type": "object",
             "required": ["data", "links", "meta"],
@@ -134,7 +149,10 @@ class LaravelPagination(BasePagination):
                 "links": {
                     "type": "object",
                     "required": ["first", "last", "prev", "next"],
-                    "properties": {k: nullable_url for k in ("first", "last", "prev", "next")},
+                    "properties": {
+                        k: {**nullable_url, "example": links[k]}
+                        for k in ("first", "last", "prev", "next")
+                    },
                 },
                 "meta": {
                     "type": "object",
@@ -149,11 +167,16 @@ class LaravelPagination(BasePagination):
                         "total",
                     ],
                     "properties": {
-                        "current_page": {"type": "integer"},
-                        "from": {"type": "integer", "nullable": True},
-                        "last_page": {"type": "integer"},
+                        "current_page": {"type": "integer", "example": 1},
+                        "from": {"type": "integer", "nullable": True, "example": 1},
+                        "last_page": {"type": "integer", "example": 1},
                         "links": {
                             "type": "array",
+                            "example": [
+                                {"url": None, "label": "&laquo; Previous", "active": False},
+                                {"url": first, "label": "1", "active": True},
+                                {"url": None, "label": "Next &raquo;", "active": False},
+                            ],
                             "items": {
                                 "type": "object",
                                 "required": ["url", "label", "active"],
@@ -164,10 +187,10 @@ class LaravelPagination(BasePagination):
                                 },
                             },
                         },
-                        "path": {"type": "string", "format": "uri"},
-                        "per_page": {"type": "integer"},
-                        "to": {"type": "integer", "nullable": True},
-                        "total": {"type": "integer"},
+                        "path": {"type": "string", "format": "uri", "example": path},
+                        "per_page": {"type": "integer", "example": self.default_limit},
+                        "to": {"type": "integer", "nullable": True, "example": 1},
+                        "total": {"type": "integer", "example": 1},
                     },
                 },
             },
