@@ -69,6 +69,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.api.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Right after SecurityMiddleware, as WhiteNoise asks: /static/ (config/settings/static.py).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -132,8 +134,6 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
-STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerCredentialAuthentication"],
@@ -224,6 +224,7 @@ API_BEAT_SCHEDULE = {
 from config.settings.events import *  # noqa: E402, F403
 from config.settings.logins import *  # noqa: E402, F403
 from config.settings.oauth import *  # noqa: E402, F403
+from config.settings.static import *  # noqa: E402, F403
 from config.settings.webhooks import *  # noqa: E402, F403
 
 # The `iss` of authorization responses (RFC 9207) is the issuer of /.well-known (BASE_URL),

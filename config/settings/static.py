@@ -1,0 +1,22 @@
+"""Static files (the admin's and the API docs' assets), served by the web process itself.
+
+WhiteNoise answers `/static/...` from STATIC_ROOT inside gunicorn, so a deployment needs no
+separate file server or shared volume. The default storage here is Django's plain one, so the
+dev server and the suite render `{% static %}` without a collectstatic run; production.py
+switches to WhiteNoise's compressed, hashed storage, whose names change with the content and
+are therefore cached for a year.
+"""
+
+import os
+from pathlib import Path
+
+_BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+STATIC_URL = "static/"
+# Where collectstatic writes and WhiteNoise reads; the image bakes it in at build time.
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", _BASE_DIR / "staticfiles"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+HASHED_STATIC_FILES_STORAGE = "whitenoise.storage.CompressedManifestStaticFilesStorage"
