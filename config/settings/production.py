@@ -72,6 +72,8 @@ if REST_FRAMEWORK["NUM_PROXIES"] > 0:
 # `collectstatic` before starting (the image does it at build time); without its manifest every
 # page that links an asset fails.
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": HASHED_STATIC_FILES_STORAGE}}
+WHITENOISE_AUTOREFRESH = False
+WHITENOISE_USE_FINDERS = False
 
 SILENCED_SYSTEM_CHECKS = [
     # RFC 9700 §2.1 discourages plain-http redirect URIs, but the CLI is a native app whose

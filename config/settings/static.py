@@ -20,3 +20,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 HASHED_STATIC_FILES_STORAGE = "whitenoise.storage.CompressedManifestStaticFilesStorage"
+# Outside production, files are looked up per request in the apps' static folders, so the dev
+# server (also with DEBUG off) and the suite serve them without a collectstatic run, and
+# WhiteNoise does not warn at every start about a STATIC_ROOT that was never collected.
+# production.py turns both off: one scan of STATIC_ROOT when a process starts.
+WHITENOISE_AUTOREFRESH = True
+WHITENOISE_USE_FINDERS = True
