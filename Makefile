@@ -53,7 +53,10 @@ lock: $(UV)
 test-deps:
 	bin/install-test-deps
 
-test: $(DEV_STAMP) test-deps
+# CI's run (.ci/run): lint, then the production checks (migrations match the models; Django's
+# deploy checklist with the production settings), then the suite. The first failure stops it.
+test: $(DEV_STAMP) test-deps lint
+	bin/with-test-services bin/check-production
 	bin/with-test-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)

@@ -59,6 +59,8 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "config.api.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Right after SecurityMiddleware, as WhiteNoise asks: /static/ (config/settings/static.py).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -124,8 +126,6 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
-STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerCredentialAuthentication"],
@@ -219,6 +219,7 @@ from config.settings.logging import *  # noqa: E402, F403
 from config.settings.logins import *  # noqa: E402, F403
 from config.settings.metrics import *  # noqa: E402, F403
 from config.settings.oauth import *  # noqa: E402, F403
+from config.settings.static import *  # noqa: E402, F403
 from config.settings.webhooks import *  # noqa: E402, F403
 
 # The `iss` of authorization responses (RFC 9207) is the issuer of /.well-known (BASE_URL),

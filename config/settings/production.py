@@ -8,11 +8,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.settings.base import *  # noqa: F403
 from config.settings.base import (
+    HASHED_STATIC_FILES_STORAGE,
     INSECURE_DEFAULT_SECRET_KEY,
     LOGGING,
     REDIS_URL,
     REST_FRAMEWORK,
     SECRET_KEY,
+    STORAGES,
 )
 from config.settings.env import env
 
@@ -64,6 +66,13 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # which must overwrite it; without a proxy a client could claim HTTPS over plain HTTP.
 if REST_FRAMEWORK["NUM_PROXIES"] > 0:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Compressed, content-hashed files from STATIC_ROOT (config/settings/static.py): run
+# `collectstatic` before starting (the image does it at build time); without its manifest every
+# page that links an asset fails.
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": HASHED_STATIC_FILES_STORAGE}}
+WHITENOISE_AUTOREFRESH = False
+WHITENOISE_USE_FINDERS = False
 
 SILENCED_SYSTEM_CHECKS = [
     # RFC 9700 §2.1 discourages plain-http redirect URIs, but the CLI is a native app whose

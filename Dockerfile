@@ -1,0 +1,44 @@
+# Storefront's production image: one image for the web (gunicorn), the Celery worker and beat;
+# compose.yaml shows how to run them. Build: `docker build -t storefront .`
+# Settings come from the environment at run time (README.md "Configuration"); nothing secret is
+# baked in.
+
+FROM python:3.11-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+RUN python -m venv /opt/venv
+# Dependencies first, from the hash-checked lock alone (requirements/run.txt, `make lock`), so a
+# code change reuses this layer. The code runs from /app (copied below), not from site-packages.
+COPY requirements/run.txt ./
+RUN /opt/venv/bin/pip install --require-hashes -r run.txt
+
+FROM python:3.11-slim-bookworm
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    DJANGO_SETTINGS_MODULE=config.settings.production \
+    STATIC_ROOT=/app/staticfiles \
+    STOREFRONT_VAR_DIR=/var/lib/storefront
+# A system user without a login shell; /var/lib/storefront is the processes' writable state
+# (beat's schedule and lock file, the metrics files of PROMETHEUS_MULTIPROC_DIR).
+RUN groupadd --system --gid 10001 storefront \
+    && useradd --system --uid 10001 --gid storefront --home-dir /app --no-create-home \
+       --shell /usr/sbin/nologin storefront \
+    && install -d -o storefront -g storefront /var/lib/storefront
+COPY --from=build /opt/venv /opt/venv
+WORKDIR /app
+COPY . .
+# The admin's and the API docs' assets, compressed and hashed, served by WhiteNoise from the web
+# process. The production settings refuse to load without their environment: this throwaway one
+# exists only for this command (collectstatic connects to nothing) and is not kept in the image.
+RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+    ALLOWED_HOSTS=build.invalid REDIS_URL=redis://build.invalid:6379/0 \
+    python manage.py collectstatic --noinput
+# Code and assets stay owned by root: the processes can read them, not change them.
+# Numeric, so orchestrators can verify it is not root (e.g. Kubernetes runAsNonRoot).
+USER 10001:10001
+EXPOSE 8000
+# Workers: WEB_CONCURRENCY (gunicorn reads it; about 2 per core). gunicorn's heartbeat files go
+# to memory (/dev/shm), not to a possibly slow container filesystem. No access log: the app logs
+# one line per request (logger storefront.requests) with its request id.
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--worker-tmp-dir", "/dev/shm"]

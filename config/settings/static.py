@@ -1,0 +1,29 @@
+"""Static files (the admin's and the API docs' assets), served by the web process itself.
+
+WhiteNoise answers `/static/...` from STATIC_ROOT inside gunicorn, so a deployment needs no
+separate file server or shared volume. The default storage here is Django's plain one, so the
+dev server and the suite render `{% static %}` without a collectstatic run; production.py
+switches to WhiteNoise's compressed, hashed storage, whose names change with the content and
+are therefore cached for a year.
+"""
+
+from pathlib import Path
+
+from config.settings.env import env
+
+_BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+STATIC_URL = "static/"
+# Where collectstatic writes and WhiteNoise reads; the image bakes it in at build time.
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(_BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+HASHED_STATIC_FILES_STORAGE = "whitenoise.storage.CompressedManifestStaticFilesStorage"
+# Outside production, files are looked up per request in the apps' static folders, so the dev
+# server (also with DEBUG off) and the suite serve them without a collectstatic run, and
+# WhiteNoise does not warn at every start about a STATIC_ROOT that was never collected.
+# production.py turns both off: one scan of STATIC_ROOT when a process starts.
+WHITENOISE_AUTOREFRESH = True
+WHITENOISE_USE_FINDERS = True
