@@ -71,13 +71,16 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
         200,
     )
     assert len(receiver.received()) == 1
-    # and the task's own lines (Celery's) carry it too: one id finds the whole story
-    task_lines = [
-        line
-        for line in json_log_worker.json_lines()
-        if line.get("request_id") == request_id and line["logger"].startswith("celery")
-    ]
-    assert task_lines
+    # and the task's own lines (Celery's) carry it too: one id finds the whole story. Celery
+    # logs "Task ... succeeded" after the task returns, so it may come a moment after the attempt.
+    def task_lines():
+        return [
+            line
+            for line in json_log_worker.json_lines()
+            if line.get("request_id") == request_id and line["logger"].startswith("celery")
+        ]
+
+    wait_until(task_lines, timeout=30, message="Celery's task log line")
     # and nothing secret went into the worker's log (API key, body, destination URL path)
     worker_log = json_log_worker.log_path.read_text()
     assert api_key not in worker_log
