@@ -71,6 +71,7 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
         200,
     )
     assert len(receiver.received()) == 1
+
     # and the task's own lines (Celery's) carry it too: one id finds the whole story. Celery
     # logs "Task ... succeeded" after the task returns, so it may come a moment after the attempt.
     def task_lines():
