@@ -31,8 +31,11 @@ COPY . .
 # The admin's and the API docs' assets, compressed and hashed, served by WhiteNoise from the web
 # process. The production settings refuse to load without their environment: this throwaway one
 # exists only for this command (collectstatic connects to nothing) and is not kept in the image.
+# Its metrics directory is a throwaway too: the build runs as root, and a root-owned
+# /var/lib/storefront/prometheus would refuse the non-root processes' counters.
 RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
     ALLOWED_HOSTS=build.invalid REDIS_URL=redis://build.invalid:6379/0 \
+    PROMETHEUS_MULTIPROC_DIR=/tmp/collectstatic-metrics \
     python manage.py collectstatic --noinput
 # Code and assets stay owned by root: the processes can read them, not change them.
 # Numeric, so orchestrators can verify it is not root (e.g. Kubernetes runAsNonRoot).

@@ -111,7 +111,7 @@ def test_the_workers_consume_every_queue_a_task_is_sent_to():
             consumed |= set(command[command.index("-Q") + 1].split(","))
 
     assert routed_queues() <= consumed
-    assert {"celery", "webhooks", "maintenance"} <= consumed
+    assert {"webhooks", "maintenance"} <= consumed
 
 
 def test_there_is_exactly_one_beat_and_its_schedule_is_kept_on_a_volume():
