@@ -122,7 +122,7 @@ def main():
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    if not settings.DATABASES["default"]["ENGINE"].endswith(".postgresql"):
         sys.exit("Needs PostgreSQL: run under bin/with-test-services.")
     call_command("migrate", verbosity=0)
     call_command("ensure_cli_client", verbosity=0)

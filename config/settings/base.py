@@ -102,6 +102,11 @@ DATABASES = {
         conn_max_age=env.count("DATABASE_CONN_MAX_AGE", default=60),
     )
 }
+# django-prometheus' subclasses of the same backends count queries, errors and new connections
+# (django_db_*) for /metrics; the vendor, and so every backend-specific code path, is unchanged.
+DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace(
+    "django.db.backends.", "django_prometheus.db.backends."
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")

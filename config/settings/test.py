@@ -11,7 +11,7 @@ os.environ.setdefault(
 from config.settings.base import *  # noqa: F403
 from config.settings.base import DATABASES, REDIS_URL
 
-if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql" or not REDIS_URL:
+if not DATABASES["default"]["ENGINE"].endswith(".postgresql") or not REDIS_URL:
     raise RuntimeError(
         "The suite runs on real PostgreSQL and Redis: use `make test` (it starts both), "
         "or export DATABASE_URL=postgres://... and REDIS_URL=redis://..."

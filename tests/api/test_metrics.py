@@ -111,6 +111,20 @@ def test_recorded_events_are_counted_by_type(scraper, store):
     assert value(after, name, **deleted) == value(before, name, **deleted)
 
 
+def test_database_queries_are_counted(scraper, store):
+    # django-prometheus' backend wrapper (config/settings/base.py DATABASES)
+    name = "django_db_execute_total"
+    labels = {"alias": "default", "vendor": "postgresql"}
+    first = value(scrape(scraper), name, **labels)
+    second = value(scrape(scraper), name, **labels)  # a scrape's own backlog queries
+    with connection.cursor() as cursor:
+        for _ in range(3):
+            cursor.execute("SELECT 1")
+    third = value(scrape(scraper), name, **labels)
+    assert second > first  # the backlog gauges' queries are counted too
+    assert (third - second) - (second - first) == 3
+
+
 @pytest.mark.usefixtures("frozen_rate_limit_clock")
 def test_rate_limit_refusals_are_counted(scraper, auth_client, settings):
     settings.API_RATE_LIMIT_PER_MINUTE = 1

@@ -362,7 +362,7 @@ def test_well_formed_values_are_read():
         "CLI_CLIENT_ID": "$HOME",
     }
     assert {k: database[k] for k in ("ENGINE", "NAME", "USER", "HOST", "PORT", "CONN_MAX_AGE")} == {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "django_prometheus.db.backends.postgresql",
         "NAME": "shop",
         "USER": "storefront",
         "HOST": "db.internal",
@@ -415,6 +415,6 @@ def test_unset_variables_keep_their_defaults(tmp_path):
         "WEBHOOKS_TIMEOUT_SECONDS": 10,
         "WEBHOOKS_RETRY_SCHEDULE_SECONDS": [5, 300, 1800, 7200, 18000, 36000, 36000],
     }
-    assert database["ENGINE"] == "django.db.backends.sqlite3"
+    assert database["ENGINE"] == "django_prometheus.db.backends.sqlite3"
     assert database["NAME"] == str(tmp_path / "storefront.sqlite3")
     assert database["CONN_MAX_AGE"] == 60
