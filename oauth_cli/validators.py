@@ -3,6 +3,7 @@
 Each hook is small and names the rule it enforces; DOT's flow and models stay as they are.
 """
 
+import json
 from datetime import timedelta
 
 from django.conf import settings
@@ -205,25 +206,26 @@ class CliOAuth2Validator(OAuth2Validator):
         return super()._save_bearer_token(token, request, *args, **kwargs)
 
     def _rotate(self, token, request, previous):
-        """DOT's rotation of a live refresh token (ROTATE_REFRESH_TOKEN) with fewer statements:
-        the old token is claimed (revoked) and its access token deleted in one statement, then
-        the new pair is written by DOT's own helpers. DOT's path locks and re-reads both old
-        rows and deletes through the ORM collector (9 statements; docs/benchmarks/oauth.md).
-        A live token has no successor yet (rotation revokes it in the transaction that
-        creates one), so DOT's grace-period branch cannot apply here."""
+        """DOT's rotation of a live refresh token (ROTATE_REFRESH_TOKEN), in one statement
+        (`_rotation_write`). A live token has no successor yet (rotation revokes it in the
+        transaction that creates one), so DOT's grace-period branch cannot apply here."""
         if "scope" not in token:
             raise FatalClientError("Failed to renew access token: missing scope")
         self._check_and_set_request_resource(request)
-        if not _claim_refresh_token(previous):
-            # Rotated or revoked since validation (a concurrent refresh won): reuse.
-            raise _TokenReplayed(previous.token_family)
         expires = timezone.now() + timedelta(
             seconds=token.get("expires_in", oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS)
         )
-        access_token = self._create_access_token(
-            expires, request, token, source_refresh_token=previous
+        rotated = _rotation_write(
+            previous,
+            access_token=token["access_token"],
+            refresh_token=token["refresh_token"],
+            expires=expires,
+            scope=token["scope"],
+            resource=request.resource,
         )
-        self._create_refresh_token(request, token["refresh_token"], access_token, previous)
+        if not rotated:
+            # Rotated or revoked since validation (a concurrent refresh won): reuse.
+            raise _TokenReplayed(previous.token_family)
 
     def _create_refresh_token(self, request, refresh_token_code, access_token, previous):
         refresh_token = super()._create_refresh_token(
@@ -257,29 +259,68 @@ class CliOAuth2Validator(OAuth2Validator):
             installation_revoke_for_user(user_id=owner, application_id=application_pk)
 
 
-def _claim_refresh_token(previous) -> bool:
-    """Revokes a live refresh token and deletes its access token, as DOT's
-    `RefreshToken.revoke()` does, in one statement; False when it was no longer live.
+def _stored_token(raw: str) -> tuple[str, str]:
+    """(token column, token_checksum) as DOT's `set_token_value` and `TokenChecksumField`
+    store a new token: the column is blank under COMPLIANT_BCP_RFC9700_TOKEN_STORAGE."""
+    column = "" if oauth2_settings.COMPLIANT_BCP_RFC9700_TOKEN_STORAGE else raw
+    return column, token_checksum(raw)
 
-    The UPDATE takes the row lock and re-checks `revoked IS NULL` after any concurrent
-    writer committed, so of two rotations of one token exactly one claims it. Plain SQL
-    because the ORM needs five statements here (lock, read, collector, update, delete)."""
+
+def _rotation_write(previous, *, access_token, refresh_token, expires, scope, resource) -> bool:
+    """The rows DOT's rotation writes, in one statement; False (nothing written) when the
+    previous refresh token was no longer live.
+
+    As DOT: the previous refresh token is revoked and loses its access token, which is
+    deleted; a new access token (source: the previous refresh token) and a new refresh token
+    of the same family are inserted. The UPDATE takes the row lock and re-checks
+    `revoked IS NULL` after a concurrent writer committed, so of two rotations of one token
+    exactly one writes. Plain SQL: DOT's ORM path is 11 statements (locks, re-reads, the
+    delete collector, saves); measured in docs/benchmarks/oauth.md."""
     refresh_tokens = get_refresh_token_model()._meta.db_table
     access_tokens = get_access_token_model()._meta.db_table
-    now = timezone.now()
+    access_column, access_checksum = _stored_token(access_token)
+    refresh_column, refresh_checksum = _stored_token(refresh_token)
+    params = {
+        "now": timezone.now(),
+        "previous": previous.pk,
+        "previous_access_token": previous.access_token_id,
+        "access_column": access_column,
+        "access_checksum": access_checksum,
+        "refresh_column": refresh_column,
+        "refresh_checksum": refresh_checksum,
+        "expires": expires,
+        "scope": scope,
+        "resource": json.dumps(resource),
+    }
     with connection.cursor() as cursor:
         cursor.execute(  # table names from the models' meta, values as parameters
             f"""
             WITH claimed AS (
-                UPDATE {refresh_tokens} SET revoked = %s, updated = %s, access_token_id = NULL
-                WHERE id = %s AND revoked IS NULL
-                RETURNING id
+                UPDATE {refresh_tokens}
+                SET revoked = %(now)s, updated = %(now)s, access_token_id = NULL
+                WHERE id = %(previous)s AND revoked IS NULL
+                RETURNING id, user_id, application_id, token_family
             ), dropped AS (
                 DELETE FROM {access_tokens}
-                WHERE id = %s AND EXISTS (SELECT 1 FROM claimed)
+                WHERE id = %(previous_access_token)s AND EXISTS (SELECT 1 FROM claimed)
+            ), issued AS (
+                INSERT INTO {access_tokens} (user_id, source_refresh_token_id, token,
+                    token_checksum, id_token_id, application_id, expires, scope, resource,
+                    created, updated)
+                SELECT user_id, id, %(access_column)s, %(access_checksum)s, NULL,
+                    application_id, %(expires)s, %(scope)s, %(resource)s::jsonb,
+                    %(now)s, %(now)s
+                FROM claimed
+                RETURNING id
             )
-            SELECT count(*) FROM claimed
+            INSERT INTO {refresh_tokens} (user_id, token, token_checksum, application_id,
+                access_token_id, token_family, resource, created, updated, revoked)
+            SELECT claimed.user_id, %(refresh_column)s, %(refresh_checksum)s,
+                claimed.application_id, issued.id, claimed.token_family, %(resource)s::jsonb,
+                %(now)s, %(now)s, NULL
+            FROM claimed, issued
+            RETURNING id
             """,  # noqa: S608
-            [now, now, previous.pk, previous.access_token_id],
+            params,
         )
-        return cursor.fetchone()[0] == 1
+        return cursor.fetchone() is not None
