@@ -124,16 +124,20 @@ class CliOAuth2Validator(OAuth2Validator):
         )
         rt = (
             get_refresh_token_model()
-            .objects.filter(
-                token_checksum=token_checksum(refresh_token),
-                revoked__isnull=True,
-                application=client,
-            )
+            .objects.filter(token_checksum=token_checksum(refresh_token), revoked__isnull=True)
             .select_related("access_token", "user")
             .annotate(family_live=Exists(family_live))
             .first()
         )
-        if rt is None or rt.access_token is None or not rt.family_live or not rt.user.is_active:
+        # The client is compared here, not in SQL: every token has the CLI's application_id,
+        # and a planner misled by it would scan that index instead of the checksum's.
+        if (
+            rt is None
+            or rt.application_id != client.pk
+            or rt.access_token is None
+            or not rt.family_live
+            or not rt.user.is_active
+        ):
             return False
         expire_delta = refresh_token_expire_timedelta()
         if expire_delta and rt.access_token.expires + expire_delta <= timezone.now():
