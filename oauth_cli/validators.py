@@ -263,8 +263,8 @@ class CliOAuth2Validator(OAuth2Validator):
 
 def _locked_installation(*, user_id: int, application_id: int) -> Installation | None:
     """The user's installation, row-locked until the transaction ends. A raw queryset: the
-    ORM's `select_for_update().filter().first()` compiles for ≈ 0.3 ms per token request
-    (0.52 to 0.67 against 0.25 to 0.41 ms, docs/benchmarks/oauth.md)."""
+    ORM's `select_for_update().filter().first()` costs ≈ 0.3 ms more per token request
+    (docs/benchmarks/oauth.md)."""
     table = Installation._meta.db_table
     locked = Installation.objects.raw(
         f"SELECT * FROM {table} WHERE user_id = %s AND application_id = %s FOR UPDATE",  # noqa: S608
