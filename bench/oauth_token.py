@@ -1,25 +1,34 @@
-"""Token endpoint benchmark: code exchanges/s and refresh rotations/s on PostgreSQL, plus the
-fork check (20 concurrent refreshes of one refresh token issue at most one successor).
+"""Token endpoint benchmark: refresh rotations/s of ours against a stock django-oauth-toolkit
+peer in the same run, code exchanges/s, and the fork check (20 concurrent refreshes of one
+refresh token issue at most one successor).
 
-In-process: Django's test Client (the full WSGI stack and middleware, no network) in threads,
-production settings, a real PostgreSQL and Redis. Run it on throwaway services:
+In-process: Django's test Client (the full WSGI stack and middleware, no network), production
+settings plus the peer's URL (bench/oauth_settings.py), a real PostgreSQL and Redis. The peer
+is DOT's own TokenView and OAuth2Validator at /bench/dot-token, serving a second, public
+Application, with the same OAUTH2_PROVIDER settings (rotation, reuse protection on). Run it on
+throwaway services:
 
-    bin/with-test-services .venv/bin/python bench/oauth_token.py --users 200 --threads 8
+    bin/with-test-services .venv/bin/python bench/oauth_token.py --rotations 400 --rounds 3
 
-It migrates the (throwaway) database named by DATABASE_URL and creates users in it.
+Rotations run on one thread, ours and the peer alternating (order swapped every round); the
+ratio is taken from the medians over rounds. It migrates the (throwaway) database named by
+DATABASE_URL and creates users in it.
 """
 
 import argparse
 import os
 import secrets
+import statistics
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.oauth_settings")
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
 os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
@@ -34,7 +43,8 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from oauth2_provider.models import RefreshToken  # noqa: E402
+from django.utils import timezone  # noqa: E402
+from oauth2_provider.models import AccessToken, Application, RefreshToken  # noqa: E402
 
 from accounts.models import User  # noqa: E402
 from oauth_cli.selectors import token_checksum  # noqa: E402
@@ -59,7 +69,7 @@ def prepare_codes(count: int) -> list[tuple[str, str]]:
     run_id = secrets.token_hex(3)
     codes = []
     for index in range(count):
-        user = User.objects.create_user(f"bench-{run_id}-{index}", password="x")
+        user = User.objects.create_user(f"bench-{run_id}-{index}")  # no password: no hashing
         browser = Client()
         browser.force_login(user)
         verifier, challenge = pkce_pair()
@@ -77,19 +87,118 @@ def bench_exchanges(codes, threads: int) -> list[str]:
     return [r.json()["refresh_token"] for r in responses]
 
 
-def bench_rotations(refresh_tokens: list[str], threads: int, rounds: int) -> None:
-    """Each job rotates its own family `rounds` times in a row (the CLI's pattern)."""
+PEER_URL = "/bench/dot-token"
+CHAIN = 5  # rotations in a row per family (the CLI's pattern: always the newest token)
 
-    def rotate(token):
-        for _ in range(rounds):
-            response = refresh(Client(), token)
-            assert response.status_code == 200, response.content
-            token = response.json()["refresh_token"]
 
-    jobs = [lambda t=t: rotate(t) for t in refresh_tokens]
-    _, elapsed = in_threads(threads, jobs)
-    total = len(jobs) * rounds
-    print(f"refresh rotations: {total} in {elapsed:.2f}s = {total / elapsed:.1f}/s")
+def peer_application() -> Application:
+    """The peer's client: public, like the CLI, so neither side pays for secret hashing."""
+    return Application.objects.create(
+        name="bench DOT peer",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://127.0.0.1/callback",
+        client_secret="",
+        hash_client_secret=False,
+    )
+
+
+def peer_refresh_tokens(application: Application, count: int) -> list[str]:
+    """Fresh families for the peer, stored as DOT stores a code exchange; not timed."""
+    run_id = secrets.token_hex(3)
+    tokens = []
+    for index in range(count):
+        user = User.objects.create_user(f"peer-{run_id}-{index}")
+        access, refresh_value = secrets.token_urlsafe(30), secrets.token_urlsafe(30)
+        access_token = AccessToken.objects.create(
+            user=user,
+            application=application,
+            token_checksum=token_checksum(access),
+            expires=timezone.now() + timedelta(hours=1),
+            scope=settings.OAUTH_SCOPE_ADMIN,
+        )
+        RefreshToken.objects.create(
+            user=user,
+            application=application,
+            token_checksum=token_checksum(refresh_value),
+            access_token=access_token,
+            token_family=uuid.uuid4(),
+        )
+        tokens.append(refresh_value)
+    return tokens
+
+
+def ours_refresh_tokens(count: int) -> list[str]:
+    """Fresh families through our real flow (consent, code exchange); not timed."""
+    return [exchange(Client(), c, v).json()["refresh_token"] for c, v in prepare_codes(count)]
+
+
+def rotate_chain(client, token: str, post) -> list[float]:
+    """Rotates one family CHAIN times in a row; the time of each request."""
+    seconds = []
+    for _ in range(CHAIN):
+        started = time.perf_counter()
+        response = post(client, token)
+        seconds.append(time.perf_counter() - started)
+        assert response.status_code == 200, response.content
+        token = response.json()["refresh_token"]
+    return seconds
+
+
+def compare_rotations(rotations: int, rounds: int) -> None:
+    """Ours and the peer interleaved family by family (who goes first alternates), so both
+    see the same load on this shared machine; per round, rotations/s and the median request."""
+    families = max(1, rotations // CHAIN)
+    application = peer_application()
+
+    def peer_post(client, token):
+        data = {
+            "grant_type": "refresh_token",
+            "client_id": application.client_id,
+            "refresh_token": token,
+        }
+        return client.post(PEER_URL, data)
+
+    sides = {
+        "ours": (lambda: ours_refresh_tokens(families), refresh),
+        "DOT peer": (lambda: peer_refresh_tokens(application, families), peer_post),
+    }
+    results: dict[str, list[list[float]]] = {name: [] for name in sides}
+    for round_number in range(rounds):
+        tokens = {name: prepare() for name, (prepare, _post) in sides.items()}
+        timings: dict[str, list[float]] = {name: [] for name in sides}
+        clients = {name: Client() for name in sides}
+        for index in range(families):
+            order = list(sides) if (index + round_number) % 2 == 0 else list(reversed(sides))
+            for name in order:
+                timings[name] += rotate_chain(clients[name], tokens[name][index], sides[name][1])
+        for name in sides:
+            results[name].append(timings[name])
+    print(
+        f"refresh rotations, one thread, {families * CHAIN} per side per round, {rounds} rounds, "
+        f"ours and the peer interleaved per family"
+    )
+    print("| side | rotations/s (median of rounds) | per round | median ms | p10 ms |")
+    print("|---|---|---|---|---|")
+    rates, medians = {}, {}
+    for name, runs in results.items():
+        per_round = [len(run) / sum(run) for run in runs]
+        rates[name] = statistics.median(per_round)
+        medians[name] = statistics.median(statistics.median(run) for run in runs)
+        p10 = statistics.median(statistics.quantiles(run, n=10)[0] for run in runs)
+        rounds_text = ", ".join(f"{rate:.1f}" for rate in per_round)
+        print(
+            f"| {name} | {rates[name]:.1f} | {rounds_text} | {medians[name] * 1000:.2f} "
+            f"| {p10 * 1000:.2f} |"
+        )
+    per_round_ratio = ", ".join(
+        f"{sum(p) / sum(o):.2f}" for o, p in zip(results["ours"], results["DOT peer"], strict=True)
+    )
+    print(
+        f"ours / peer rotations/s: {rates['ours'] / rates['DOT peer']:.2f} "
+        f"(per round: {per_round_ratio}); peer / ours median request time: "
+        f"{medians['DOT peer'] / medians['ours']:.2f}"
+    )
 
 
 def fork_check(concurrency: int = 20) -> None:
@@ -118,18 +227,18 @@ def fork_check(concurrency: int = 20) -> None:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--users", type=int, default=200, help="code exchanges")
+    parser.add_argument("--threads", type=int, default=4, help="for the code exchanges")
+    parser.add_argument("--rotations", type=int, default=400, help="per side per round")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if not settings.DATABASES["default"]["ENGINE"].endswith(".postgresql"):
         sys.exit("Needs PostgreSQL: run under bin/with-test-services.")
     call_command("migrate", verbosity=0)
     call_command("ensure_cli_client", verbosity=0)
     print(f"settings {os.environ['DJANGO_SETTINGS_MODULE']}, threads {args.threads}")
-    codes = prepare_codes(args.users)
-    refresh_tokens = bench_exchanges(codes, args.threads)
-    bench_rotations(refresh_tokens, args.threads, args.rounds)
+    compare_rotations(args.rotations, args.rounds)
+    bench_exchanges(prepare_codes(args.users), args.threads)
     fork_check()
 
 

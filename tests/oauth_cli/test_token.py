@@ -10,6 +10,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
 from oauth_cli.models import TokenFamily
+from oauth_cli.selectors import token_checksum
 from tests.oauth_cli.flow import (
     approve,
     authorize_params,
@@ -337,6 +338,83 @@ def test_deactivated_user_cannot_refresh(client, tokens, user):
     user.is_active = True
     user.save()
     assert refresh(client, tokens["refresh_token"]).status_code == 200
+
+
+def test_rotation_revokes_the_old_refresh_token_and_deletes_its_access_token(client, tokens):
+    old = RefreshToken.objects.get()
+    old_access_token_id = old.access_token_id
+
+    response = refresh(client, tokens["refresh_token"])
+
+    assert response.status_code == 200
+    old.refresh_from_db()
+    assert old.revoked is not None
+    assert old.access_token_id is None
+    assert not AccessToken.objects.filter(pk=old_access_token_id).exists()
+    rotated = response.json()
+    successor = AccessToken.objects.get(source_refresh_token=old)
+    new = RefreshToken.objects.get(revoked__isnull=True)
+    assert successor.token_checksum == token_checksum(rotated["access_token"])
+    assert new.token_checksum == token_checksum(rotated["refresh_token"])
+    assert successor.token == new.token == ""  # only checksums at rest
+    assert new.access_token_id == successor.pk
+    assert new.token_family == old.token_family
+    assert (successor.user_id, successor.application_id) == (old.user_id, old.application_id)
+    assert (new.user_id, new.application_id) == (old.user_id, old.application_id)
+    assert successor.scope == "admin"
+    assert successor.resource == new.resource == []
+    assert successor.expires > timezone.now() + timedelta(seconds=3590)
+    assert successor.id_token_id is None
+
+
+def test_refresh_of_a_revoked_family_revokes_its_live_token(client, tokens):
+    TokenFamily.objects.update(revoked_at=timezone.now())
+
+    response = refresh(client, tokens["refresh_token"])
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_grant"
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
+    assert not AccessToken.objects.exists()
+
+
+def test_refresh_token_without_its_access_token_is_invalid_grant(client, tokens):
+    """DOT's orphan rule: its access token was deleted out of band (not by a rotation)."""
+    AccessToken.objects.all().delete()
+
+    response = refresh(client, tokens["refresh_token"])
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_grant"
+
+
+def test_refresh_token_idle_past_its_expiry_is_invalid_grant(client, tokens):
+    """DOT's sliding expiry: REFRESH_TOKEN_EXPIRE_SECONDS after its access token expired."""
+    idle = timedelta(seconds=settings.OAUTH2_PROVIDER["REFRESH_TOKEN_EXPIRE_SECONDS"])
+    AccessToken.objects.update(expires=timezone.now() - idle)
+
+    response = refresh(client, tokens["refresh_token"])
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_grant"
+
+
+def test_app_authorized_receivers_get_the_rotated_access_token(client, tokens):
+    from oauth2_provider.signals import app_authorized
+
+    received = []
+
+    def receiver(sender, request, token, **kwargs):
+        received.append(token)
+
+    app_authorized.connect(receiver)
+    try:
+        response = refresh(client, tokens["refresh_token"])
+    finally:
+        app_authorized.disconnect(receiver)
+
+    assert response.status_code == 200
+    assert [token.pk for token in received] == [AccessToken.objects.get().pk]
 
 
 def test_omitted_scope_yields_an_admin_token(client, signed_in):
