@@ -10,6 +10,11 @@ from rest_framework.exceptions import AuthenticationFailed
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from accounts.models import ApiKey, User
 from accounts.rows import instance_from_row, select_list
+from stores.selectors import (
+    API_KEY_DEFAULT_MEMBERSHIP_LATERAL,
+    MEMBERSHIP_WITH_STORE_COLUMNS,
+    membership_from_row,
+)
 
 API_KEY_PREFIX = "sf_"
 # last_used_at is refreshed at most this often, to keep writes off the hot path.
@@ -43,7 +48,8 @@ def credential_for_api_key(token: str) -> tuple[User, Credential] | None:
         ApiKey.objects.filter(pk=key_id).filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
         ).update(last_used_at=now)
-    user = instance_from_row(User, row[8:], exclude=_USER_FIELDS_NOT_READ)
+    user_row_end = len(row) - MEMBERSHIP_WITH_STORE_COLUMNS
+    user = instance_from_row(User, row[8:user_row_end], exclude=_USER_FIELDS_NOT_READ)
     credential = Credential(
         type=CREDENTIAL_API_KEY,
         user_id=user.pk,
@@ -55,6 +61,7 @@ def credential_for_api_key(token: str) -> tuple[User, Credential] | None:
         current_store_deleted=current_store_deleted_at is not None,
         rate_limit_key=f"api_key:{key_id}",
         api_key_id=key_id,
+        default_membership=membership_from_row(row[user_row_end:]),
     )
     return user, credential
 
@@ -66,18 +73,20 @@ _LIVE_API_KEY_SQL = f"""
            k.expires_at, k.last_used_at,
            ARRAY(SELECT ks.store_id FROM {ApiKey.stores.through._meta.db_table} ks
                  WHERE ks.apikey_id = k.id AND k.store_access = %s),
-           {select_list(User, "u", exclude=_USER_FIELDS_NOT_READ)}
+           {select_list(User, "u", exclude=_USER_FIELDS_NOT_READ)},
+           default_membership.*
     FROM {ApiKey._meta.db_table} k
     JOIN {User._meta.db_table} u ON u.id = k.user_id
+    {API_KEY_DEFAULT_MEMBERSHIP_LATERAL}
     WHERE k.key_hash = %s AND k.revoked_at IS NULL AND u.is_active
 """  # noqa: S608 (names from model metadata; values are parameters)
 
 
 def _live_api_key_row(key_hash: str) -> tuple | None:
     """The unrevoked key with `key_hash` of an active user, its selected stores (empty unless
-    store_access is "selected") and its user, in one query of plain SQL: it runs on every
-    request, and the ORM's version (select_related get + the stores query) cost more than a
-    millisecond of Python per request (docs/benchmarks/layer.md)."""
+    store_access is "selected"), its user and its membership without X-STORE, in one query of
+    plain SQL: it runs on every request, and the ORM's version (select_related get, the stores
+    query, the membership query) cost a millisecond more per request (docs/benchmarks/layer.md)."""
     with connection.cursor() as cursor:
         cursor.execute(_LIVE_API_KEY_SQL, [ApiKey.STORE_ACCESS_SELECTED, key_hash])
         return cursor.fetchone()

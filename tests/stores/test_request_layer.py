@@ -21,21 +21,26 @@ def served_store(response):
     return response.json()["data"]["store"]
 
 
-@pytest.mark.parametrize(
-    "headers",
-    [{}, {"HTTP_X_STORE": "STORE"}],
-    ids=["first-store", "x-store"],
-)
 @pytest.mark.parametrize("store_access", ["all", "selected"])
-def test_an_authenticated_store_request_takes_two_queries(
-    user, store, client_for, django_assert_num_queries, store_access, headers
+def test_a_store_request_without_x_store_takes_one_query(
+    user, store, client_for, django_assert_num_queries, store_access
 ):
-    # given: one query for key + user + selected stores, one for membership + store
+    # given: key + user + selected stores + the membership without X-STORE, in one query
     secret = make_api_key(user, store_access=store_access, stores=[store])
-    headers = {name: store.slug for name in headers}
-    client = client_for(secret, **headers)
+    client = client_for(secret)
     served_store(client.get(AREA_URL))  # records last_used_at (a write, once a minute)
     # when / then
+    with django_assert_num_queries(1):
+        assert served_store(client.get(AREA_URL)) == store.slug
+
+
+@pytest.mark.parametrize("store_access", ["all", "selected"])
+def test_a_store_request_with_x_store_takes_two_queries(
+    user, store, client_for, django_assert_num_queries, store_access
+):
+    secret = make_api_key(user, store_access=store_access, stores=[store])
+    client = client_for(secret, HTTP_X_STORE=store.slug)
+    served_store(client.get(AREA_URL))
     with django_assert_num_queries(2):
         assert served_store(client.get(AREA_URL)) == store.slug
 
@@ -81,11 +86,25 @@ def test_a_membership_removed_between_two_requests_moves_the_key_to_its_next_sto
     assert auth_client.get(AREA_URL).status_code == 403
 
 
-def test_a_store_unselected_between_two_requests_is_refused_on_the_next(user, store, client_for):
+@pytest.mark.parametrize("headers", [{}, {"HTTP_X_STORE": "STORE"}], ids=["default", "x-store"])
+def test_a_store_unselected_between_two_requests_is_refused_on_the_next(
+    user, store, client_for, headers
+):
     secret = make_api_key(user, store_access="selected", stores=[store])
-    client = client_for(secret, HTTP_X_STORE=store.slug)
+    client = client_for(secret, **{name: store.slug for name in headers})
     served_store(client.get(AREA_URL))
     ApiKey.objects.get(user=user).stores.clear()
+    assert client.get(AREA_URL).status_code == 403
+
+
+def test_a_current_store_left_between_two_requests_is_refused_not_replaced(user, store, client_for):
+    # given: a key pinned to its second store
+    second = MembershipFactory(user=user).store
+    client = client_for(make_api_key(user, current_store=second))
+    assert served_store(client.get(AREA_URL)) == second.slug
+    # when
+    Membership.objects.filter(user=user, store=second).delete()
+    # then: 403 on the next request, never the first store
     assert client.get(AREA_URL).status_code == 403
 
 
