@@ -17,7 +17,7 @@ from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from config.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
-from stores.selectors import membership_first, membership_for, membership_for_slug
+from stores.selectors import membership_for_slug
 
 STORE_HEADER = "X-STORE"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -48,7 +48,7 @@ def resolve_store_context(request) -> StoreContext:
     elif credential.requires_store_header:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
     elif credential.current_store_id is not None:
-        membership = membership_for(credential=credential, store_id=credential.current_store_id)
+        membership = credential.default_membership  # the current store's, never another
         if membership is None:
             # Spec "Authentication" rule 2: the first store is the fallback only when no current
             # store is selected; an integration pinned to one store must never act on another.
@@ -65,7 +65,7 @@ def resolve_store_context(request) -> StoreContext:
             param=STORE_HEADER,
         )
     else:
-        membership = membership_first(credential=credential)
+        membership = credential.default_membership  # the first accessible store's
         if membership is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
     context = StoreContext(

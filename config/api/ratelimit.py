@@ -6,6 +6,7 @@ because an unavailable limiter must not take the API down with it.
 
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -66,13 +67,27 @@ def _window_count(key: str) -> int:
     if isinstance(getattr(cache, "_cache", None), RedisCacheClient):
         # One round trip on the hot path (Django's add + incr take three: SET NX, EXISTS, INCR).
         full_key = cache.make_and_validate_key(key)
-        pipeline = cache._cache.get_client(full_key, write=True).pipeline(transaction=False)
+        pipeline = _redis_client(cache._cache).pipeline(transaction=False)
         pipeline.incr(full_key)
         pipeline.expire(full_key, ttl)
         count, _ = pipeline.execute()
         return count
     # Other caches (the file cache of `make run`).
     return 1 if cache.add(key, 1, timeout=ttl) else cache.incr(key)
+
+
+# One redis.Redis per connection pool, made once: Django's get_client() builds a new one on each
+# call, which cost ~0.1 ms of every request (docs/benchmarks/layer.md). Weak keys: a pool that
+# Django drops (a cache reset in tests) takes its client with it.
+_clients_by_pool: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _redis_client(cache_client: RedisCacheClient):
+    pool = cache_client._get_connection_pool(write=True)
+    client = _clients_by_pool.get(pool)
+    if client is None:
+        client = _clients_by_pool[pool] = cache_client.get_client(write=True)
+    return client
 
 
 class CredentialRateThrottle(BaseThrottle):

@@ -1,0 +1,114 @@
+"""The shared API layer every endpoint pays for (issue 14, target 3): its query count is pinned,
+and the single-query credential and store lookup still sees every change on the next request."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from accounts.services import api_key_revoke
+from stores.models import Membership
+from tests.factories import MembershipFactory, make_api_key
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+
+AREA_URL = "/api/v2/test-coupon-area"
+
+
+def served_store(response):
+    assert response.status_code == 200, response.json()
+    return response.json()["data"]["store"]
+
+
+@pytest.mark.parametrize("store_access", ["all", "selected"])
+def test_a_store_request_without_x_store_takes_one_query(
+    user, store, client_for, django_assert_num_queries, store_access
+):
+    # given: key + user + selected stores + the membership without X-STORE, in one query
+    secret = make_api_key(user, store_access=store_access, stores=[store])
+    client = client_for(secret)
+    served_store(client.get(AREA_URL))  # records last_used_at (a write, once a minute)
+    # when / then
+    with django_assert_num_queries(1):
+        assert served_store(client.get(AREA_URL)) == store.slug
+
+
+@pytest.mark.parametrize("store_access", ["all", "selected"])
+def test_a_store_request_with_x_store_takes_two_queries(
+    user, store, client_for, django_assert_num_queries, store_access
+):
+    secret = make_api_key(user, store_access=store_access, stores=[store])
+    client = client_for(secret, HTTP_X_STORE=store.slug)
+    served_store(client.get(AREA_URL))
+    with django_assert_num_queries(2):
+        assert served_store(client.get(AREA_URL)) == store.slug
+
+
+def test_an_account_request_takes_one_query(auth_client, django_assert_num_queries):
+    auth_client.get("/api/v2/me")
+    with django_assert_num_queries(1):
+        assert auth_client.get("/api/v2/me").status_code == 200
+
+
+def test_a_key_revoked_between_two_requests_fails_the_second(user, store, api_key, auth_client):
+    served_store(auth_client.get(AREA_URL))
+    api_key_revoke(api_key=ApiKey.objects.get(user=user))
+    assert auth_client.get(AREA_URL).status_code == 401
+
+
+def test_a_key_expiring_between_two_requests_fails_the_second(user, store, auth_client):
+    served_store(auth_client.get(AREA_URL))
+    ApiKey.objects.filter(user=user).update(expires_at=timezone.now() - timedelta(seconds=1))
+    response = auth_client.get(AREA_URL)
+    assert response.status_code == 401
+    assert "expired at" in response.json()["message"]
+
+
+def test_a_user_deactivated_between_two_requests_fails_the_second(user, store, auth_client):
+    served_store(auth_client.get(AREA_URL))
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+    assert auth_client.get(AREA_URL).status_code == 401
+
+
+def test_a_membership_removed_between_two_requests_moves_the_key_to_its_next_store(
+    user, store, auth_client
+):
+    # given: two stores; without X-STORE the key acts on the first
+    second = MembershipFactory(user=user).store
+    assert served_store(auth_client.get(AREA_URL)) == store.slug
+    # when
+    Membership.objects.filter(user=user, store=store).delete()
+    # then: the very next request
+    assert served_store(auth_client.get(AREA_URL)) == second.slug
+    Membership.objects.filter(user=user, store=second).delete()
+    assert auth_client.get(AREA_URL).status_code == 403
+
+
+@pytest.mark.parametrize("headers", [{}, {"HTTP_X_STORE": "STORE"}], ids=["default", "x-store"])
+def test_a_store_unselected_between_two_requests_is_refused_on_the_next(
+    user, store, client_for, headers
+):
+    secret = make_api_key(user, store_access="selected", stores=[store])
+    client = client_for(secret, **{name: store.slug for name in headers})
+    served_store(client.get(AREA_URL))
+    ApiKey.objects.get(user=user).stores.clear()
+    assert client.get(AREA_URL).status_code == 403
+
+
+def test_a_current_store_left_between_two_requests_is_refused_not_replaced(user, store, client_for):
+    # given: a key pinned to its second store
+    second = MembershipFactory(user=user).store
+    client = client_for(make_api_key(user, current_store=second))
+    assert served_store(client.get(AREA_URL)) == second.slug
+    # when
+    Membership.objects.filter(user=user, store=second).delete()
+    # then: 403 on the next request, never the first store
+    assert client.get(AREA_URL).status_code == 403
+
+
+def test_a_role_changed_between_two_requests_applies_to_the_next(user, store, auth_client):
+    assert auth_client.post(AREA_URL).status_code == 201
+    Membership.objects.filter(user=user, store=store).update(role="staff")
+    assert auth_client.post(AREA_URL).status_code == 403
