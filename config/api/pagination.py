@@ -9,6 +9,7 @@ import re
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.db.models import Count, Window
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
@@ -19,6 +20,8 @@ MAX_PAGE_SIZE = 100
 ON_EACH_SIDE = 3  # Laravel's default window around the current page
 # int() would also take "1_0", " 5", "+5" and "\uff15" (a full-width 5): only ASCII digits count.
 INTEGER_PATTERN = re.compile(r"-?[0-9]+")
+# The page's rows carry the list's total under this name (COUNT(*) OVER ()).
+TOTAL_ANNOTATION = "_pagination_total"
 
 
 def parse_int_param(
@@ -70,19 +73,41 @@ class LaravelPagination(BasePagination):
             request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
         )
         self.page = parse_int_param(request, "page", default=1, minimum=1)
-        self.total = queryset.count()
-        self.last_page = max(1, math.ceil(self.total / self.per_page))
         offset = (self.page - 1) * self.per_page
-        if offset >= self.total:
-            return []
-        return list(queryset[offset : offset + self.per_page])
+        # Total and page in one statement: one ORM compilation and one round trip fewer than
+        # COUNT then SELECT (docs/benchmarks/coupons.md, issue 14). A page past the end has no
+        # row to carry the total, so only then is it counted on its own; an empty first page
+        # means an empty list.
+        page = list(
+            queryset.annotate(**{TOTAL_ANNOTATION: Window(Count("*"))})[
+                offset : offset + self.per_page
+            ]
+        )
+        if page:
+            self.total = getattr(page[0], TOTAL_ANNOTATION)
+        else:
+            self.total = queryset.count() if offset else 0
+        self.last_page = max(1, math.ceil(self.total / self.per_page))
+        self._link_parts = self._link_around_page()
+        return page
+
+    def _link_around_page(self) -> tuple[str, str]:
+        """A link's text before and after its page number. The request's other query
+        parameters are encoded once, in sorted order around `page` (encoding the whole query
+        per link was 9.5% of a list request, issue 14)."""
+        params = sorted((k, v) for k, v in self.request.query_params.lists() if k != "page")
+        before = urlencode([p for p in params if p[0] < "page"], doseq=True)
+        after = urlencode([p for p in params if p[0] > "page"], doseq=True)
+        return (
+            f"{self._path()}?{before}{'&' if before else ''}page=",
+            f"&{after}" if after else "",
+        )
 
     def _url(self, page: int | None) -> str | None:
         if page is None:
             return None
-        params = self.request.query_params.copy()
-        params["page"] = str(page)
-        return f"{self._path()}?{urlencode(sorted(params.lists()), doseq=True)}"
+        before, after = self._link_parts
+        return f"{before}{page}{after}"
 
     def _path(self) -> str:
         return f"{settings.BASE_URL}{self.request.path}"

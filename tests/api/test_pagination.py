@@ -160,6 +160,22 @@ def test_links_keep_other_query_parameters(auth_client, invoices):
     assert body["links"]["next"] == f"{BASE}?foo=bar&limit=10&page=3"
 
 
+def test_links_keep_parameters_sorted_around_page_with_repeats_and_escapes(auth_client, invoices):
+    # The links are built from one encoding of the other parameters, split around `page`:
+    # the same text as encoding the whole sorted query for each link.
+    query = "z=last&page=2&a=1&a=2&pa=%26%3D+x&pz=%C3%A9&limit=5"
+    body = auth_client.get(f"{URL}?{query}").json()
+    others = "a=1&a=2&limit=5&pa=%26%3D+x"
+    assert body["links"]["prev"] == f"{BASE}?{others}&page=1&pz=%C3%A9&z=last"
+    assert body["meta"]["links"][-1]["url"] == f"{BASE}?{others}&page=3&pz=%C3%A9&z=last"
+
+
+def test_links_with_page_as_the_only_parameter(auth_client, invoices):
+    body = auth_client.get(URL, {"page": 1}).json()
+    assert body["links"]["next"] == f"{BASE}?page=2"
+    assert body["links"]["last"] == f"{BASE}?page=2"
+
+
 def test_many_pages_show_laravel_gaps(auth_client, invoices):
     # 25 pages of one invoice each
     first = auth_client.get(URL, {"limit": 1}).json()
