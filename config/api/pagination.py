@@ -6,6 +6,7 @@ per_page, to, total}}`; `limit` 1..100 (default 15) and `page` >= 1, otherwise 4
 
 import math
 import re
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -68,25 +69,37 @@ class LaravelPagination(BasePagination):
     max_limit = MAX_PAGE_SIZE
 
     def paginate_queryset(self, queryset, request, view=None):
+        def fetch_page(offset: int, limit: int) -> tuple[list, int | None]:
+            # Total and page in one statement: one ORM compilation and one round trip fewer
+            # than COUNT then SELECT (docs/benchmarks/coupons.md, issue 14).
+            page = list(
+                queryset.annotate(**{TOTAL_ANNOTATION: Window(Count("*"))})[offset : offset + limit]
+            )
+            return page, getattr(page[0], TOTAL_ANNOTATION) if page else None
+
+        return self.paginate(request, fetch_page=fetch_page, count=queryset.count)
+
+    def paginate(
+        self,
+        request,
+        *,
+        fetch_page: Callable[[int, int], tuple[list, int | None]],
+        count: Callable[[], int],
+    ) -> list:
+        """The page the request asks for. `fetch_page(offset, limit)` gives the page's rows and
+        the list's total (None when the page is empty: no row carries it); `count()` is asked
+        for the total only then, past the end, since an empty first page means an empty list.
+        For a list read otherwise than by a queryset (coupons/selectors.py `coupon_page`)."""
         self.request = request
         self.per_page = parse_int_param(
             request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
         )
         self.page = parse_int_param(request, "page", default=1, minimum=1)
         offset = (self.page - 1) * self.per_page
-        # Total and page in one statement: one ORM compilation and one round trip fewer than
-        # COUNT then SELECT (docs/benchmarks/coupons.md, issue 14). A page past the end has no
-        # row to carry the total, so only then is it counted on its own; an empty first page
-        # means an empty list.
-        page = list(
-            queryset.annotate(**{TOTAL_ANNOTATION: Window(Count("*"))})[
-                offset : offset + self.per_page
-            ]
-        )
-        if page:
-            self.total = getattr(page[0], TOTAL_ANNOTATION)
-        else:
-            self.total = queryset.count() if offset else 0
+        page, total = fetch_page(offset, self.per_page)
+        if total is None:
+            total = count() if offset else 0
+        self.total = total
         self.last_page = max(1, math.ceil(self.total / self.per_page))
         self._link_parts = self._link_around_page()
         return page

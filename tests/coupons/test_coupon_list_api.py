@@ -8,6 +8,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from coupons.selectors import (
+    TRASHED_ONLY,
+    TRASHED_WITH,
+    TRASHED_WITHOUT,
+    coupon_list,
+    coupon_page,
+)
+from coupons.serializers import CouponSerializer
 from tests.factories import CouponFactory
 
 pytestmark = pytest.mark.django_db
@@ -177,3 +185,21 @@ def test_empty_list_needs_no_count(store, auth_client):
     body, queries = list_queries(auth_client, "")
     assert body["data"] == [] and body["meta"]["total"] == 0 and body["meta"]["last_page"] == 1
     assert len([q for q in queries if "coupons_coupon" in q]) == 1
+
+
+@pytest.mark.parametrize("trashed", [TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY])
+def test_plain_sql_page_matches_the_queryset(trashed, store, other_store):
+    # coupon_page is the list's plain-SQL hot path; coupon_list states the same listing.
+    CouponFactory.create_batch(7, store=store)
+    CouponFactory.create_batch(4, store=store, deleted_at=timezone.now(), expires_at=None)
+    CouponFactory.create_batch(3, store=other_store)
+    listing = coupon_list(store=store, trashed=trashed)
+    total = listing.count()
+    for offset, limit in [(0, 3), (3, 3), (0, 100), (total - 1, 5), (total, 5)]:
+        page, page_total = coupon_page(store=store, trashed=trashed, offset=offset, limit=limit)
+        expected = list(listing[offset : offset + limit])
+        assert [c.id for c in page] == [c.id for c in expected]
+        assert [CouponSerializer(c).data for c in page] == [
+            CouponSerializer(c).data for c in expected
+        ]
+        assert page_total == (total if expected else None)
