@@ -1,5 +1,7 @@
 """Coupon reads, always scoped to one store."""
 
+from collections import namedtuple
+
 from django.db import connection
 from django.db.models import QuerySet
 
@@ -17,10 +19,13 @@ def coupon_list(*, store: Store, trashed: str = TRASHED_WITHOUT) -> QuerySet[Cou
     return coupon_list_filter_trashed(coupons, trashed)
 
 
-# coupon_page's plain SQL, one statement per listing: the model's columns in field order (what
-# Model.from_db takes), each listing's condition as coupon_list_filter_trashed states it for
-# querysets, and the total. Only constants are interpolated; the values are parameters.
+# coupon_page's plain SQL, one statement per listing: the model's columns, each listing's
+# condition as coupon_list_filter_trashed states it for querysets, and the total. Only
+# constants are interpolated; the values are parameters.
 COUPON_FIELDS = [field.attname for field in Coupon._meta.concrete_fields]
+# A listed coupon: the model's field values under their attribute names, read-only. Building
+# model instances instead was about 6% of a request for a page of 100 (issue 14).
+CouponRow = namedtuple("CouponRow", COUPON_FIELDS)
 COUPON_COLUMNS = ", ".join(
     connection.ops.quote_name(field.column) for field in Coupon._meta.concrete_fields
 )
@@ -37,7 +42,7 @@ COUPON_PAGE_SQL = {
 
 def coupon_page(
     *, store: Store, trashed: str, offset: int, limit: int
-) -> tuple[list[Coupon], int | None]:
+) -> tuple[list[CouponRow], int | None]:
     """`coupon_list(store=store, trashed=trashed)[offset : offset + limit]` and the list's
     total (None when the page is empty), in one statement.
 
@@ -48,8 +53,7 @@ def coupon_page(
     with connection.cursor() as cursor:
         cursor.execute(COUPON_PAGE_SQL[trashed], [store.pk, limit, offset])
         rows = cursor.fetchall()
-    coupons = [Coupon.from_db(connection.alias, COUPON_FIELDS, row[:-1]) for row in rows]
-    return coupons, rows[0][-1] if rows else None
+    return [CouponRow._make(row[:-1]) for row in rows], rows[0][-1] if rows else None
 
 
 def coupon_list_filter_trashed(coupons: QuerySet[Coupon], trashed: str) -> QuerySet[Coupon]:
