@@ -107,8 +107,8 @@ def main() -> None:
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_api_key(user)}")
     last = {size: -(-size // PER_PAGE) for size in args.sizes}
     cases = [
-        (f"{resource} {size:>9,} {where}", store, f"/api/v1/{path}?limit={PER_PAGE}&page={page}")
-        for resource, path in (("coupons", "coupons"), ("deliveries", "webhook-deliveries"))
+        (f"{resource} {size:>9,} {where}", store, f"/api/{path}?limit={PER_PAGE}&page={page}")
+        for resource, path in (("coupons", "v1/coupons"), ("deliveries", "v2/webhook-deliveries"))
         for size, store in stores.items()
         for where, page in (("page 1", 1), ("last page", last[size]))
     ]
@@ -146,14 +146,14 @@ def main() -> None:
         )
 
     lists = (
-        ("coupons", "coupons", "coupons_coupon"),
-        ("deliveries", "webhook-deliveries", "webhooks_webhookdelivery"),
+        ("coupons", "v1/coupons", "coupons_coupon"),
+        ("deliveries", "v2/webhook-deliveries", "webhooks_webhookdelivery"),
     )
     for resource, path, table in lists:
         for where, page in (("page 1", 1), ("last page", last[large])):
             with CaptureQueriesContext(connection) as queries:
                 client.get(
-                    f"/api/v1/{path}?limit={PER_PAGE}&page={page}",
+                    f"/api/{path}?limit={PER_PAGE}&page={page}",
                     HTTP_X_STORE=stores[large].slug,
                 )
             for sql in [q["sql"] for q in queries if table in q["sql"]]:
