@@ -30,8 +30,10 @@ COUPON_COLUMNS = ", ".join(
     connection.ops.quote_name(field.column) for field in Coupon._meta.concrete_fields
 )
 COUPON_PAGE_SQL = {
-    trashed: f"SELECT {COUPON_COLUMNS}, COUNT(*) OVER () FROM {Coupon._meta.db_table} "  # noqa: S608
-    f"WHERE store_id = %s {condition} ORDER BY id LIMIT %s OFFSET %s"
+    trashed: f"SELECT {COUPON_COLUMNS}, "  # noqa: S608
+    f"(SELECT COUNT(*) FROM {Coupon._meta.db_table} WHERE store_id = %(store)s {condition}) "
+    f"FROM {Coupon._meta.db_table} WHERE store_id = %(store)s {condition} "
+    "ORDER BY id LIMIT %(limit)s OFFSET %(offset)s"
     for trashed, condition in (
         (TRASHED_WITHOUT, "AND deleted_at IS NULL"),
         (TRASHED_WITH, ""),
@@ -44,14 +46,18 @@ def coupon_page(
     *, store: Store, trashed: str, offset: int, limit: int
 ) -> tuple[list[CouponRow], int | None]:
     """`coupon_list(store=store, trashed=trashed)[offset : offset + limit]` and the list's
-    total (None when the page is empty), in one statement.
+    total (None when the page is empty), in one statement. The total is a scalar subquery,
+    counted once by an index-only scan: `COUNT(*) OVER ()` would read every row of the list
+    before the first (656 ms at 1M coupons, docs/benchmarks/coupons-growth.md).
 
     Plain SQL because this is the hottest read of the API: compiling the equivalent queryset
     cost MEASURED of the request's server time (docs/benchmarks/coupons.md, issue 14).
     tests/coupons/test_coupon_list_api.py compares it with coupon_list for every listing.
     """
     with connection.cursor() as cursor:
-        cursor.execute(COUPON_PAGE_SQL[trashed], [store.pk, limit, offset])
+        cursor.execute(
+            COUPON_PAGE_SQL[trashed], {"store": store.pk, "limit": limit, "offset": offset}
+        )
         rows = cursor.fetchall()
     return [CouponRow._make(row[:-1]) for row in rows], rows[0][-1] if rows else None
 

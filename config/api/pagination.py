@@ -10,7 +10,7 @@ from collections.abc import Callable
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count, Window
+from django.db.models import IntegerField, Subquery
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
@@ -21,8 +21,18 @@ MAX_PAGE_SIZE = 100
 ON_EACH_SIDE = 3  # Laravel's default window around the current page
 # int() would also take "1_0", " 5", "+5" and "\uff15" (a full-width 5): only ASCII digits count.
 INTEGER_PATTERN = re.compile(r"-?[0-9]+")
-# The page's rows carry the list's total under this name (COUNT(*) OVER ()).
+# The page's rows carry the list's total under this name.
 TOTAL_ANNOTATION = "_pagination_total"
+
+
+class CountOf(Subquery):
+    """A queryset's row count as a scalar subquery: PostgreSQL counts it once (an InitPlan,
+    by an index-only scan where one fits), however many rows the outer query returns.
+    `COUNT(*) OVER ()` would read and buffer every row of the list before the first page
+    (0.9 s for 1M deliveries, docs/benchmarks/coupons-growth.md)."""
+
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) AS counted)"
+    output_field = IntegerField()
 
 
 def parse_int_param(
@@ -72,9 +82,8 @@ class LaravelPagination(BasePagination):
         def fetch_page(offset: int, limit: int) -> tuple[list, int | None]:
             # Total and page in one statement: one ORM compilation and one round trip fewer
             # than COUNT then SELECT (docs/benchmarks/coupons.md, issue 14).
-            page = list(
-                queryset.annotate(**{TOTAL_ANNOTATION: Window(Count("*"))})[offset : offset + limit]
-            )
+            total = CountOf(queryset.order_by().values("pk"))
+            page = list(queryset.annotate(**{TOTAL_ANNOTATION: total})[offset : offset + limit])
             return page, getattr(page[0], TOTAL_ANNOTATION) if page else None
 
         return self.paginate(request, fetch_page=fetch_page, count=queryset.count)

@@ -2,6 +2,8 @@
 store list, which it served before, is not paginated)."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from config.api.pagination import _page_range_elements
 from orders.services import order_place
@@ -203,3 +205,17 @@ def test_many_pages_show_laravel_gaps(auth_client, invoices):
 )
 def test_page_window_matches_laravel_url_window(current, last, expected):
     assert _page_range_elements(current, last) == expected
+
+
+def test_page_and_total_in_one_statement_count_alone_only_past_the_end(auth_client, invoices):
+    def order_queries(params):
+        with CaptureQueriesContext(connection) as queries:
+            body = auth_client.get(URL, params).json()
+        return body, [q["sql"] for q in queries if "orders_order" in q["sql"]]
+
+    body, queries = order_queries({"limit": 10, "page": 3})
+    assert (len(body["data"]), body["meta"]["total"]) == (5, 25)
+    assert len(queries) == 1 and "SELECT COUNT(*) FROM" in queries[0]
+    body, queries = order_queries({"limit": 10, "page": 4})
+    assert (body["data"], body["meta"]["total"], body["meta"]["last_page"]) == ([], 25, 3)
+    assert len(queries) == 2
