@@ -5,12 +5,18 @@ Run against throwaway PostgreSQL and Redis (see docs/benchmarks/coupons.md):
     bin/with-test-services .venv/bin/python bench/coupons_list.py
 
 Migrates the database, seeds one store with 1,000 coupons and an all-abilities API key, starts
-gunicorn on 127.0.0.1 (settings `bench.coupons_settings` = production settings plus two reference
+gunicorn on 127.0.0.1 (settings `bench.coupons_settings` = production settings plus reference
 views), and runs `wrk` (installed with apt-get when missing) against, in interleaved rounds:
 
 - `GET /bench/ping`: trivial JSON view, the stack's baseline;
 - `GET /bench/ping-auth`: the same through DRF with the coupon views' auth/throttle/permission;
-- `GET /api/v1/coupons?limit=15` and `?limit=100`.
+- `GET /api/v1/coupons?limit=15` and `?limit=100`;
+- the peer (issue 14), stock DRF's version of the same list (bench/coupons_urls.py), at
+  `?page_size=15` and `?page_size=100`; checked first to return the same coupons and total.
+
+Each round alternates the order of the endpoints (so of ours and the peer's); the last table
+gives ours / peer's req/s, medians and per round, against the issue's targets.
+`--only-peer` measures just the two lists and the peer.
 
 With `--compare DIR` (a checkout of the code before a change, with its own `.venv`), a second
 gunicorn serves that checkout from the same database, and every round measures each endpoint
@@ -40,7 +46,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
-TARGET_SHARE = 0.5  # the list at limit=15 should reach half the trivial view's throughput
 
 
 def free_port() -> int:
@@ -72,6 +77,7 @@ import django
 django.setup()
 from django.utils import timezone
 from coupons.models import Coupon
+from rest_framework.authtoken.models import Token
 from tests.factories import MembershipFactory, make_api_key
 membership = MembershipFactory(store__slug="bench-store")
 now = timezone.now()
@@ -81,11 +87,12 @@ Coupon.objects.bulk_create(
            minimum_amount=(None, 20)[n % 2], created_at=now, updated_at=now)
     for n in range(COUNT)
 )
-print(make_api_key(membership.user))
+print(make_api_key(membership.user), Token.objects.create(user=membership.user).key)
 """
 
 
-def seed(env: dict[str, str], coupons: int) -> str:
+def seed(env: dict[str, str], coupons: int) -> tuple[str, str]:
+    """Migrates, seeds the store; returns its API key (ours) and authtoken key (the peer's)."""
     python = str(VENV_BIN / "python")
     subprocess.run(
         [python, "manage.py", "migrate", "--noinput", "-v", "0"], env=env, cwd=REPO, check=True
@@ -98,7 +105,8 @@ def seed(env: dict[str, str], coupons: int) -> str:
         capture_output=True,
         text=True,
     )
-    return out.stdout.strip().splitlines()[-1]
+    key, token = out.stdout.strip().splitlines()[-1].split()
+    return key, token
 
 
 def ensure_wrk() -> str:
@@ -121,13 +129,13 @@ def wait_until_up(base: str, timeout: float = 30) -> None:
     raise RuntimeError("gunicorn did not come up")
 
 
-def get_json(base: str, path: str, key: str) -> dict:
-    request = urllib.request.Request(f"{base}{path}", headers={"Authorization": f"Bearer {key}"})
+def get_json(base: str, path: str, authorization: str) -> dict:
+    request = urllib.request.Request(f"{base}{path}", headers={"Authorization": authorization})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
 
-def run_wrk(wrk: str, url: str, key: str, args) -> dict:
+def run_wrk(wrk: str, url: str, authorization: str, args) -> dict:
     command = [
         wrk,
         f"-t{args.threads}",
@@ -137,7 +145,7 @@ def run_wrk(wrk: str, url: str, key: str, args) -> dict:
         "10s",
         "--latency",
         "-H",
-        f"Authorization: Bearer {key}",
+        f"Authorization: {authorization}",
         url,
     ]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
@@ -197,6 +205,22 @@ def start_gunicorn(repo: Path, port: int, env: dict[str, str], workers: int):
     )
 
 
+def check_same_coupons(base: str, ours: str, peer: str, limit: int) -> None:
+    """The peer answers with the same coupon objects and total as our list, or the comparison
+    means nothing. The peer's ModelSerializer names the store `store`; other fields match."""
+    mine = get_json(base, f"/api/v1/coupons?limit={limit}", ours)
+    theirs = get_json(base, f"{PEER_PATH}?page_size={limit}", peer)
+    assert len(mine["data"]) == limit and mine["meta"]["total"] == theirs["count"]
+    for coupon, peer_coupon in zip(mine["data"], theirs["results"], strict=True):
+        assert coupon["store_id"] == peer_coupon["store"]
+        assert {k: v for k, v in coupon.items() if k != "store_id"} == {
+            k: peer_coupon[k] for k in coupon if k != "store_id"
+        }
+
+
+PEER_PATH = "/bench/peer/coupons"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--coupons", type=int, default=1_000)
@@ -208,10 +232,14 @@ def main() -> None:
     parser.add_argument(
         "--compare", type=Path, help="a checkout of the code before the change, to measure too"
     )
+    parser.add_argument(
+        "--only-peer", action="store_true", help="measure only our list and the peer's"
+    )
     args = parser.parse_args()
 
     env = bench_environment()
-    key = seed(env, args.coupons)
+    key, token = seed(env, args.coupons)
+    ours, peer = f"Bearer {key}", f"Token {token}"
     rendering = measure_rendering(env)
     wrk = ensure_wrk()
     servers = {"after": (REPO, env)}
@@ -219,34 +247,53 @@ def main() -> None:
         # "before" first in each table row; the rounds alternate which is measured first.
         servers = {"before": (args.compare.resolve(), bench_environment(args.compare)), **servers}
     bases = {name: f"http://127.0.0.1:{free_port()}" for name in servers}
+    # label -> (path, Authorization, measured on the "after" server only)
     targets = {
-        "trivial JSON view (/bench/ping)": "/bench/ping",
-        "DRF auth+throttle+store, no DB work (/bench/ping-auth)": "/bench/ping-auth",
-        "GET /api/v1/coupons?limit=15": "/api/v1/coupons?limit=15",
-        "GET /api/v1/coupons?limit=100": "/api/v1/coupons?limit=100",
+        "trivial JSON view (/bench/ping)": ("/bench/ping", ours, False),
+        "DRF auth+throttle+store, no DB work (/bench/ping-auth)": ("/bench/ping-auth", ours, False),
+        "GET /api/v1/coupons?limit=15": ("/api/v1/coupons?limit=15", ours, False),
+        "peer ?page_size=15": (f"{PEER_PATH}?page_size=15", peer, True),
+        "GET /api/v1/coupons?limit=100": ("/api/v1/coupons?limit=100", ours, False),
+        "peer ?page_size=100": (f"{PEER_PATH}?page_size=100", peer, True),
     }
+    if args.only_peer:
+        targets = {label: t for label, t in targets.items() if "limit=" in label or "peer" in label}
     processes = [
         start_gunicorn(repo, int(bases[name].rsplit(":", 1)[1]), server_env, args.workers)
         for name, (repo, server_env) in servers.items()
     ]
     try:
-        for base in bases.values():
+        for name, base in bases.items():
             wait_until_up(base)
-            page15 = get_json(base, "/api/v1/coupons?limit=15", key)
-            page100 = get_json(base, "/api/v1/coupons?limit=100", key)
+            page15 = get_json(base, "/api/v1/coupons?limit=15", ours)
+            page100 = get_json(base, "/api/v1/coupons?limit=100", ours)
             assert len(page15["data"]) == 15 and len(page100["data"]) == 100
             assert page15["meta"]["total"] == args.coupons
-            assert page15 == get_json(next(iter(bases.values())), "/api/v1/coupons?limit=15", key)
-            for path in targets.values():  # warm every worker's connections and caches
+            assert page15 == get_json(next(iter(bases.values())), "/api/v1/coupons?limit=15", ours)
+            if name == "after":
+                check_same_coupons(base, ours, peer, 15)
+                check_same_coupons(base, ours, peer, 100)
+            for path, authorization, after_only in targets.values():
+                if after_only and name != "after":
+                    continue
                 warm = argparse.Namespace(**{**vars(args), "duration": 2})
-                run_wrk(wrk, f"{base}{path}", key, warm)
-        results = {(label, name): [] for label in targets for name in servers}
+                run_wrk(wrk, f"{base}{path}", authorization, warm)  # warm workers and caches
+        results = {
+            (label, name): []
+            for label, (_, _, after_only) in targets.items()
+            for name in servers
+            if name == "after" or not after_only
+        }
         for round_number in range(args.rounds):
+            # Alternate both which server and which endpoint of a pair (ours, peer) goes first.
             order = list(servers) if round_number % 2 == 0 else list(reversed(servers))
-            for label, path in targets.items():
+            labels = list(targets) if round_number % 2 == 0 else list(reversed(targets))
+            for label in labels:
+                path, authorization, _ = targets[label]
                 for name in order:
-                    run = run_wrk(wrk, f"{bases[name]}{path}", key, args)
-                    results[(label, name)].append(run)
+                    if (label, name) in results:
+                        run = run_wrk(wrk, f"{bases[name]}{path}", authorization, args)
+                        results[(label, name)].append(run)
     finally:
         for process in processes:
             process.terminate()
@@ -272,6 +319,8 @@ def main() -> None:
         print("\n| endpoint | after / before (medians) | per round |")
         print("|---|---|---|")
         for label in targets:
+            if (label, "before") not in results:
+                continue
             ratio = medians[(label, "after")] / medians[(label, "before")]
             per_round = ", ".join(
                 f"{a['rps'] / b['rps']:.2f}"
@@ -279,13 +328,28 @@ def main() -> None:
             )
             print(f"| {label} | {ratio:.2f} | {per_round} |")
     print(f"\nRendering (in process, best of 5):\n{rendering}")
-    medians = {label: medians[(label, "after")] for label in targets}
-    trivial = medians["trivial JSON view (/bench/ping)"]
-    share15 = medians["GET /api/v1/coupons?limit=15"] / trivial
-    share100 = medians["GET /api/v1/coupons?limit=100"] / trivial
-    verdict = "met" if share15 >= TARGET_SHARE else "NOT met"
-    print(f"\nlimit=15 reaches {share15:.0%} of the trivial view (target 50%: {verdict}); ")
-    print(f"limit=100 reaches {share100:.0%}.")
+    print("\n| page size | ours / peer req/s (medians) | per round | target | met? |")
+    print("|---|---|---|---|---|")
+    for size, target in PEER_TARGETS.items():
+        mine = results[(f"GET /api/v1/coupons?limit={size}", "after")]
+        theirs = results[(f"peer ?page_size={size}", "after")]
+        ratio = statistics.median(r["rps"] for r in mine) / statistics.median(
+            r["rps"] for r in theirs
+        )
+        per_round = ", ".join(
+            f"{a['rps'] / b['rps']:.2f}" for a, b in zip(mine, theirs, strict=True)
+        )
+        print(f"| {size} | {ratio:.2f} | {per_round} | {target} | {ratio >= target} |")
+    if not args.only_peer:
+        after = {label: medians[(label, "after")] for label in targets}
+        trivial = after["trivial JSON view (/bench/ping)"]
+        share15 = after["GET /api/v1/coupons?limit=15"] / trivial
+        share100 = after["GET /api/v1/coupons?limit=100"] / trivial
+        print(f"\nlimit=15 reaches {share15:.0%} of the trivial view; limit=100 {share100:.0%}.")
+
+
+# Issue 14: our list's req/s at least this many times the peer's, same run.
+PEER_TARGETS = {15: 2.0, 100: 2.5}
 
 
 if __name__ == "__main__":

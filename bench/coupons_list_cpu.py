@@ -1,13 +1,16 @@
-"""Server time of one coupon-list request, in process, for this checkout and a `--compare` one.
+"""Server time of one coupon-list request, in process: ours against the stock DRF peer, and
+optionally against a `--compare` checkout of the code.
 
 The shared machine makes wrk's throughput swing by 2x between rounds; the fastest of many
 timed repeats of the same request (Django test client, production settings, real PostgreSQL
 and Redis) is far steadier. Run under bin/with-test-services:
 
+    bin/with-test-services .venv/bin/python bench/coupons_list_cpu.py
     bin/with-test-services .venv/bin/python bench/coupons_list_cpu.py --compare /tmp/coupons-before
 
-Each checkout is timed in its own process, alternating, `--rounds` times; the table gives the
-median over rounds of each process's best time per request.
+Each round times every request in a fresh process, the requests in alternating order (ours
+before the peer's, then after); each checkout is timed in its own process, alternating too.
+The tables give the median over `--rounds` of each process's best time per request.
 """
 
 import argparse
@@ -15,31 +18,36 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from coupons_list import REPO, bench_environment, seed
+from coupons_list import PEER_PATH, PEER_TARGETS, REPO, bench_environment, seed
 
 TIMING = """
 import sys, timeit
 import django
 django.setup()
 from django.test import Client
-client = Client(HTTP_AUTHORIZATION="Bearer " + sys.argv[1], HTTP_HOST="127.0.0.1")
-for label, url in URLS:
-    assert client.get(url).status_code == 200
-    best = min(timeit.repeat(lambda: client.get(url), number=20, repeat=15)) / 20
+client = Client(HTTP_HOST="127.0.0.1")
+headers = {"ours": "Bearer " + sys.argv[1], "peer": "Token " + sys.argv[2]}
+for label, url, credential in URLS:
+    auth = {"HTTP_AUTHORIZATION": headers[credential]}
+    assert client.get(url, **auth).status_code == 200
+    best = min(timeit.repeat(lambda: client.get(url, **auth), number=20, repeat=15)) / 20
     print(label, best)
 """
-# The shared API layer alone (auth + throttle + store permission), then the list at two sizes.
+# The shared API layer alone (auth + throttle + store permission), then the list at two sizes
+# beside the peer's.
 URLS = [
-    ("ping-auth", "/bench/ping-auth"),
-    ("limit=15", "/api/v1/coupons?limit=15"),
-    ("limit=100", "/api/v1/coupons?limit=100"),
+    ("ping-auth", "/bench/ping-auth", "ours"),
+    ("limit=15", "/api/v1/coupons?limit=15", "ours"),
+    ("peer-15", f"{PEER_PATH}?page_size=15", "peer"),
+    ("limit=100", "/api/v1/coupons?limit=100", "ours"),
+    ("peer-100", f"{PEER_PATH}?page_size=100", "peer"),
 ]
 
 
-def time_checkout(repo: Path, key: str) -> dict[int, float]:
+def time_checkout(repo: Path, key: str, token: str, urls: list) -> dict[str, float]:
     env = bench_environment(repo)
     out = subprocess.run(
-        [str(repo / ".venv" / "bin" / "python"), "-c", f"URLS = {URLS!r}\n{TIMING}", key],
+        [str(repo / ".venv" / "bin" / "python"), "-c", f"URLS = {urls!r}\n{TIMING}", key, token],
         env={**env, "ALLOWED_HOSTS": "127.0.0.1"},
         cwd=repo,
         check=True,
@@ -51,28 +59,52 @@ def time_checkout(repo: Path, key: str) -> dict[int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--compare", type=Path, required=True)
+    parser.add_argument("--compare", type=Path, help="a checkout of the code before a change")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--coupons", type=int, default=1_000)
     args = parser.parse_args()
-    key = seed(bench_environment(), args.coupons)
-    checkouts = {"before": args.compare.resolve(), "after": REPO}
+    key, token = seed(bench_environment(), args.coupons)
+    checkouts = {"after": REPO}
+    if args.compare:
+        checkouts = {"before": args.compare.resolve(), **checkouts}
     best: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
     for round_number in range(args.rounds):
-        names = list(checkouts) if round_number % 2 == 0 else list(reversed(checkouts))
+        forward = round_number % 2 == 0
+        names = list(checkouts) if forward else list(reversed(checkouts))
+        urls = URLS if forward else list(reversed(URLS))
         for name in names:
-            best[name].append(time_checkout(checkouts[name], key))
-    print("| request | before (ms) | after (ms) | after / before time | per round |")
-    print("|---|---|---|---|---|")
-    for limit, _url in URLS:
-        before = [r[limit] for r in best["before"]]
-        after = [r[limit] for r in best["after"]]
-        per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(after, before, strict=True))
-        ratio = statistics.median(after) / statistics.median(before)
-        print(
-            f"| {limit} | {statistics.median(before) * 1000:.2f} "
-            f"| {statistics.median(after) * 1000:.2f} | {ratio:.2f} | {per_round} |"
-        )
+            # An older checkout has no peer view: time only our requests there.
+            wanted = urls if name == "after" else [u for u in urls if u[2] == "ours"]
+            best[name].append(time_checkout(checkouts[name], key, token, wanted))
+    print(f"{args.coupons} coupons; median over {args.rounds} rounds of best-of-15 x 20\n")
+    print("| request | ms (median) | per round (ms) |")
+    print("|---|---|---|")
+    for label, _url, _credential in URLS:
+        times = [r[label] * 1000 for r in best["after"]]
+        rounds = ", ".join(f"{t:.2f}" for t in times)
+        print(f"| {label} | {statistics.median(times):.2f} | {rounds} |")
+    print("\n| page size | peer time / our time (= our req/s / peer's) | per round | target |")
+    print("|---|---|---|---|")
+    for size, target in PEER_TARGETS.items():
+        mine = [r[f"limit={size}"] for r in best["after"]]
+        theirs = [r[f"peer-{size}"] for r in best["after"]]
+        per_round = ", ".join(f"{p / m:.2f}" for m, p in zip(mine, theirs, strict=True))
+        ratio = statistics.median(theirs) / statistics.median(mine)
+        print(f"| {size} | {ratio:.2f} | {per_round} | {target} |")
+    if args.compare:
+        print("\n| request | before (ms) | after (ms) | after / before time | per round |")
+        print("|---|---|---|---|---|")
+        for label, _url, credential in URLS:
+            if credential != "ours":
+                continue
+            before = [r[label] for r in best["before"]]
+            after = [r[label] for r in best["after"]]
+            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(after, before, strict=True))
+            ratio = statistics.median(after) / statistics.median(before)
+            print(
+                f"| {label} | {statistics.median(before) * 1000:.2f} "
+                f"| {statistics.median(after) * 1000:.2f} | {ratio:.2f} | {per_round} |"
+            )
 
 
 if __name__ == "__main__":

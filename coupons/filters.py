@@ -6,6 +6,7 @@ ValidationError, which the one exception handler answers as a 422 naming each pa
 
 import django_filters
 from django import forms
+from django_filters.utils import translate_validation
 from drf_spectacular.utils import extend_schema_field
 
 from coupons.models import Coupon
@@ -64,6 +65,18 @@ class CouponListFilter(django_filters.FilterSet):
     class Meta:
         model = Coupon
         fields = ["with_trashed", "only_trashed"]
+
+    @classmethod
+    def trashed_of(cls, request) -> str:
+        """The listing the request asks for; a malformed value is a 422 naming its parameter,
+        as DjangoFilterBackend raises it. Without either parameter the answer is `without`,
+        known without building the form (django-filter was 5% of a list request, issue 14)."""
+        if not any(name in request.query_params for name in cls.base_filters):
+            return TRASHED_WITHOUT
+        filterset = cls(request.query_params, queryset=Coupon.objects.none(), request=request)
+        if not filterset.is_valid():
+            raise translate_validation(filterset.errors)
+        return filterset.trashed()
 
     def filter_queryset(self, queryset):
         # The two parameters decide together, so they filter here rather than one by one.

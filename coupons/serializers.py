@@ -27,6 +27,7 @@ from coupons.models import (
     Coupon,
     discount_exceeds_type,
 )
+from coupons.selectors import CouponRow
 
 REQUIRED = "is required"
 CODE_RULE = "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'"
@@ -100,7 +101,7 @@ class CouponSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def to_representation(self, coupon: Coupon) -> dict:
+    def to_representation(self, coupon: Coupon | CouponRow) -> dict:
         # Built by hand for list throughput: DRF's per-field rendering is the largest cost of a
         # coupon list (docs/benchmarks/coupons.md, "Rendering"). The fields declared above stay
         # the declaration (schema and validation), and

@@ -2,6 +2,8 @@
 store list, which it served before, is not paginated)."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from config.api.pagination import _page_range_elements
 from orders.services import order_place
@@ -160,6 +162,22 @@ def test_links_keep_other_query_parameters(auth_client, invoices):
     assert body["links"]["next"] == f"{BASE}?foo=bar&limit=10&page=3"
 
 
+def test_links_keep_parameters_sorted_around_page_with_repeats_and_escapes(auth_client, invoices):
+    # The links are built from one encoding of the other parameters, split around `page`:
+    # the same text as encoding the whole sorted query for each link.
+    query = "z=last&page=2&a=1&a=2&pa=%26%3D+x&pz=%C3%A9&limit=5"
+    body = auth_client.get(f"{URL}?{query}").json()
+    others = "a=1&a=2&limit=5&pa=%26%3D+x"
+    assert body["links"]["prev"] == f"{BASE}?{others}&page=1&pz=%C3%A9&z=last"
+    assert body["meta"]["links"][-1]["url"] == f"{BASE}?{others}&page=3&pz=%C3%A9&z=last"
+
+
+def test_links_with_page_as_the_only_parameter(auth_client, invoices):
+    body = auth_client.get(URL, {"page": 1}).json()
+    assert body["links"]["next"] == f"{BASE}?page=2"
+    assert body["links"]["last"] == f"{BASE}?page=2"
+
+
 def test_many_pages_show_laravel_gaps(auth_client, invoices):
     # 25 pages of one invoice each
     first = auth_client.get(URL, {"limit": 1}).json()
@@ -187,3 +205,17 @@ def test_many_pages_show_laravel_gaps(auth_client, invoices):
 )
 def test_page_window_matches_laravel_url_window(current, last, expected):
     assert _page_range_elements(current, last) == expected
+
+
+def test_page_and_total_in_one_statement_count_alone_only_past_the_end(auth_client, invoices):
+    def order_queries(params):
+        with CaptureQueriesContext(connection) as queries:
+            body = auth_client.get(URL, params).json()
+        return body, [q["sql"] for q in queries if "orders_order" in q["sql"]]
+
+    body, queries = order_queries({"limit": 10, "page": 3})
+    assert (len(body["data"]), body["meta"]["total"]) == (5, 25)
+    assert len(queries) == 1 and "SELECT COUNT(*) FROM" in queries[0]
+    body, queries = order_queries({"limit": 10, "page": 4})
+    assert (body["data"], body["meta"]["total"], body["meta"]["last_page"]) == ([], 25, 3)
+    assert len(queries) == 2

@@ -8,6 +8,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from coupons.selectors import (
+    TRASHED_ONLY,
+    TRASHED_WITH,
+    TRASHED_WITHOUT,
+    coupon_list,
+    coupon_page,
+)
+from coupons.serializers import CouponSerializer
 from tests.factories import CouponFactory
 
 pytestmark = pytest.mark.django_db
@@ -143,5 +151,55 @@ def test_query_count_does_not_depend_on_the_page_size(store, auth_client):
         assert len(response.json()["data"]) == limit
         counts[limit] = len(queries)
     assert counts[15] == counts[100]
-    # The API key, its membership in the first store, the count and the page.
-    assert counts[15] <= 4, counts
+    # The API key, its membership in the first store, and the page with its total.
+    assert counts[15] <= 3, counts
+
+
+def list_queries(client, query):
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/api/v1/coupons{query}")
+    assert response.status_code == 200, response.content
+    return response.json(), [q["sql"] for q in queries]
+
+
+def test_total_comes_with_the_page_in_one_statement(store, auth_client):
+    CouponFactory.create_batch(20, store=store)
+    CouponFactory(store=store, deleted_at=timezone.now())
+    auth_client.get("/api/v1/coupons")  # warm caches
+    body, queries = list_queries(auth_client, "?limit=15&page=2")
+    assert body["meta"]["total"] == 20 and len(body["data"]) == 5
+    coupon_queries = [q for q in queries if "coupons_coupon" in q]
+    assert len(coupon_queries) == 1, coupon_queries
+    assert "SELECT COUNT(*) FROM" in coupon_queries[0]
+
+
+def test_page_past_the_end_counts_on_its_own(store, auth_client):
+    CouponFactory.create_batch(3, store=store)
+    body, queries = list_queries(auth_client, "?limit=2&page=3")
+    assert body["data"] == [] and body["meta"]["total"] == 3 and body["meta"]["last_page"] == 2
+    assert len([q for q in queries if "coupons_coupon" in q]) == 2
+
+
+def test_empty_list_needs_no_count(store, auth_client):
+    CouponFactory(store=store, deleted_at=timezone.now())
+    body, queries = list_queries(auth_client, "")
+    assert body["data"] == [] and body["meta"]["total"] == 0 and body["meta"]["last_page"] == 1
+    assert len([q for q in queries if "coupons_coupon" in q]) == 1
+
+
+@pytest.mark.parametrize("trashed", [TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY])
+def test_plain_sql_page_matches_the_queryset(trashed, store, other_store):
+    # coupon_page is the list's plain-SQL hot path; coupon_list states the same listing.
+    CouponFactory.create_batch(7, store=store)
+    CouponFactory.create_batch(4, store=store, deleted_at=timezone.now(), expires_at=None)
+    CouponFactory.create_batch(3, store=other_store)
+    listing = coupon_list(store=store, trashed=trashed)
+    total = listing.count()
+    for offset, limit in [(0, 3), (3, 3), (0, 100), (total - 1, 5), (total, 5)]:
+        page, page_total = coupon_page(store=store, trashed=trashed, offset=offset, limit=limit)
+        expected = list(listing[offset : offset + limit])
+        assert [c.id for c in page] == [c.id for c in expected]
+        assert [CouponSerializer(c).data for c in page] == [
+            CouponSerializer(c).data for c in expected
+        ]
+        assert page_total == (total if expected else None)
