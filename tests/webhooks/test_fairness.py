@@ -278,5 +278,23 @@ def test_a_dead_workers_slots_free_at_once(store, receiver):
 
     # ...and dies: its connection closes, no cleanup of ours runs
     other.close()
+    # PostgreSQL ends the dead session's backend (and frees its locks) a moment after the
+    # socket closes; wait for that, not for anything of ours.
+    wait_until(
+        lambda: not _advisory_locks_held(destination.pk),
+        timeout=10,
+        message="the closed session's advisory locks",
+    )
 
     assert delivery_send(delivery_id=delivery.pk) == "succeeded"
+
+
+def _advisory_locks_held(destination_id: int) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s",
+            [destination_id],
+        )
+        return cursor.fetchone()[0]
