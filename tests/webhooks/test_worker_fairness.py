@@ -41,7 +41,9 @@ class FairnessWorker(CeleryWorker):
         return {**super().env(), **FAIRNESS_ENV}
 
 
-@pytest.fixture(scope="module")
+# Function-scoped: torn down before the test's database flush, which would otherwise deadlock
+# with the worker's sends to the hanging store still in flight.
+@pytest.fixture
 def four_process_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     from config.celery import app
 
