@@ -74,6 +74,10 @@ def _page_range_elements(current: int, last: int) -> list:
     ]
 
 
+# The deepest offset a page is fetched from; beyond it every list is past its end (the schema
+# allows any page number, PostgreSQL's OFFSET stops at 2**63 - 1).
+MAX_OFFSET = 2**62
+
 # Where the OpenAPI examples of pages (and of the resources in them) live.
 EXAMPLE_BASE_URL = "https://storefront.example.com"
 
@@ -117,7 +121,12 @@ class LaravelPagination(BasePagination):
         )
         self.page = parse_int_param(request, "page", default=1, minimum=1)
         offset = (self.page - 1) * self.per_page
-        page, total = fetch_page(offset, self.per_page)
+        if offset > MAX_OFFSET:
+            # No list is that long, and PostgreSQL's OFFSET (a bigint) could not even say it:
+            # a page past the end without asking for rows.
+            page, total = [], None
+        else:
+            page, total = fetch_page(offset, self.per_page)
         if total is None:
             total = count() if offset else 0
         self.total = total

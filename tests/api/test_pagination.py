@@ -85,6 +85,20 @@ def test_past_the_end_page_is_empty_with_correct_meta(auth_client, invoices):
     assert not any(link["active"] for link in body["meta"]["links"])
 
 
+@pytest.mark.parametrize(
+    "url",
+    [URL, "/api/v1/coupons", "/api/v2/webhook-deliveries"],  # queryset and plain-SQL pages
+)
+def test_a_page_beyond_any_database_offset_is_an_empty_page_not_a_500(auth_client, invoices, url):
+    # (page - 1) * limit past PostgreSQL's bigint OFFSET (found by the contract run)
+    response = auth_client.get(url, {"limit": 100, "page": 648370188150792960})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["data"] == []
+    assert body["meta"]["current_page"] == 648370188150792960
+    assert body["meta"]["from"] is None
+
+
 def test_default_page_size_is_15(auth_client, invoices):
     body = auth_client.get(URL).json()
     assert body["meta"]["per_page"] == 15
