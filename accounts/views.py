@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.response import Response
 
@@ -9,7 +9,12 @@ from accounts.serializers import (
     MeSerializer,
     PermissionsSerializer,
 )
-from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_responses
+from config.api.schema import (
+    STORE_HEADER_PARAMETER,
+    data_envelope,
+    error_responses,
+    response_example,
+)
 from stores.access import HasAbility, StorePermission, resolve_store_context
 
 
@@ -24,7 +29,7 @@ class MeViewSet(viewsets.GenericViewSet):
     @extend_schema(
         operation_id="me_retrieve",
         responses={200: data_envelope("MeResponse", MeSerializer), **error_responses(403)},
-        examples=[OpenApiExample("Me", value={"data": ME_EXAMPLE}, response_only=True)],
+        examples=[response_example("Me", {"data": ME_EXAMPLE})],
     )
     def retrieve(self, request):
         me = {"user": request.user, "credential": request.auth}
@@ -47,9 +52,7 @@ class PermissionsViewSet(viewsets.GenericViewSet):
             200: data_envelope("PermissionsResponse", PermissionsSerializer),
             **error_responses(403),
         },
-        examples=[
-            OpenApiExample("Permissions", value={"data": PERMISSIONS_EXAMPLE}, response_only=True)
-        ],
+        examples=[response_example("Permissions", {"data": PERMISSIONS_EXAMPLE})],
     )
     def retrieve(self, request):
         context = resolve_store_context(request)

@@ -13,13 +13,13 @@ from django.core.validators import RegexValidator
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import (
-    OpenApiExample,
     PolymorphicProxySerializer,
     extend_schema_serializer,
 )
 from rest_framework import serializers
 
 from config.api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
+from config.api.schema import response_example
 from coupons.models import (
     MAX_INTEGER,
     PERCENTAGE_DISCOUNT_RULE,
@@ -74,9 +74,7 @@ COUPON_UPDATE_EXAMPLE = {"discount": 30, "expires_at": "2030-12-31T23:59:59Z"}
 
 
 # The item of the paginated list (GET /api/v1/coupons builds its page example from it).
-@extend_schema_serializer(
-    examples=[OpenApiExample("Coupon", value=COUPON_EXAMPLE, response_only=True)]
-)
+@extend_schema_serializer(examples=[response_example("Coupon", COUPON_EXAMPLE)])
 class CouponSerializer(serializers.ModelSerializer):
     """The bare v1 coupon: integer ids, every field present (null where unset), UTC `Z` times."""
 

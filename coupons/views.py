@@ -13,7 +13,12 @@ from rest_framework.viewsets import GenericViewSet
 
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import STORE_HEADER_PARAMETER, RequiredBodySchema, error_responses
+from config.api.schema import (
+    STORE_HEADER_PARAMETER,
+    RequiredBodySchema,
+    error_responses,
+    response_example,
+)
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
 from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list, coupon_page
@@ -48,9 +53,7 @@ COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
         examples=[
             OpenApiExample("Percentage", value=COUPON_CREATE_EXAMPLE, request_only=True),
             OpenApiExample("Amount", value=COUPON_AMOUNT_CREATE_EXAMPLE, request_only=True),
-            OpenApiExample(
-                "Created", value=COUPON_EXAMPLE, response_only=True, status_codes=["201"]
-            ),
+            response_example("Created", COUPON_EXAMPLE, 201),
         ],
     ),
     retrieve=extend_schema(
@@ -69,12 +72,7 @@ COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
             OpenApiExample(
                 "New discount and expiry", value=COUPON_UPDATE_EXAMPLE, request_only=True
             ),
-            OpenApiExample(
-                "Updated",
-                value={**COUPON_EXAMPLE, **COUPON_UPDATE_EXAMPLE},
-                response_only=True,
-                status_codes=["200"],
-            ),
+            response_example("Updated", {**COUPON_EXAMPLE, **COUPON_UPDATE_EXAMPLE}),
         ],
     ),
     destroy=extend_schema(

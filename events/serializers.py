@@ -1,9 +1,9 @@
 from datetime import UTC
 
-from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.schema import ErrorEnvelopeSerializer
+from config.api.schema import ErrorEnvelopeSerializer, response_example
 from events.models import Event
 from events.registry import EVENT_TYPES, SUBJECT_TYPES
 
@@ -25,9 +25,7 @@ EVENT_EXAMPLE = {
 }
 
 
-@extend_schema_serializer(
-    examples=[OpenApiExample("order.completed", value=EVENT_EXAMPLE, response_only=True)]
-)
+@extend_schema_serializer(examples=[response_example("order.completed", EVENT_EXAMPLE)])
 class EventSerializer(serializers.ModelSerializer):
     """The Event (v2) resource: the journal's items and the body of webhook deliveries."""
 

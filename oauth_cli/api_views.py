@@ -1,13 +1,13 @@
 """v2 `/oauth/installation`: the CLI connection of the user behind the OAuth token."""
 
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from accounts.credentials import CREDENTIAL_OAUTH
 from config.api.errors import Forbidden, NotFound
-from config.api.schema import data_envelope, error_responses
+from config.api.schema import data_envelope, error_responses, response_example
 from oauth_cli.selectors import cli_application, installation_for
 from oauth_cli.serializers import INSTALLATION_EXAMPLE, InstallationSerializer
 from oauth_cli.services import installation_revoke
@@ -48,9 +48,7 @@ class InstallationViewSet(viewsets.GenericViewSet):
             200: data_envelope("InstallationResponse", InstallationSerializer),
             **error_responses(403, 404),
         },
-        examples=[
-            OpenApiExample("Installation", value={"data": INSTALLATION_EXAMPLE}, response_only=True)
-        ],
+        examples=[response_example("Installation", {"data": INSTALLATION_EXAMPLE})],
         description="The CLI connection (grant model `account`, scope `admin`) of the user "
         "behind the OAuth access token. No X-STORE. API keys get 403.",
     )

@@ -1,6 +1,7 @@
-from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from config.api.schema import response_example
 from orders.models import Order
 
 INVOICE_FIELDS = ["id", "status", "total_cents", "currency", "created_at"]
@@ -14,9 +15,7 @@ INVOICE_EXAMPLE = {
 }
 
 
-@extend_schema_serializer(
-    examples=[OpenApiExample("Invoice", value=INVOICE_EXAMPLE, response_only=True)]
-)
+@extend_schema_serializer(examples=[response_example("Invoice", INVOICE_EXAMPLE)])
 class InvoiceV1Serializer(serializers.ModelSerializer):
     """v1: bare integer ids."""
 
@@ -27,13 +26,7 @@ class InvoiceV1Serializer(serializers.ModelSerializer):
 
 
 @extend_schema_serializer(
-    examples=[
-        OpenApiExample(
-            "Invoice",
-            value={**INVOICE_EXAMPLE, "id": str(INVOICE_EXAMPLE["id"])},
-            response_only=True,
-        )
-    ]
+    examples=[response_example("Invoice", {**INVOICE_EXAMPLE, "id": str(INVOICE_EXAMPLE["id"])})]
 )
 class InvoiceV2Serializer(InvoiceV1Serializer):
     """v2: identifiers are strings."""

@@ -5,7 +5,7 @@ from rest_framework.response import Response
 
 from accounts.abilities import ACCOUNT_READ, STORES_CREATE
 from config.api.idempotency import idempotent
-from config.api.schema import data_envelope, error_responses
+from config.api.schema import data_envelope, error_responses, response_example
 from stores.access import HasAbility
 from stores.models import Store
 from stores.selectors import stores_accessible
@@ -47,7 +47,7 @@ class StoreViewSet(viewsets.GenericViewSet):
             200: data_envelope("StoreListResponse", StoreSerializer, many=True),
             **error_responses(403),
         },
-        examples=[OpenApiExample("Stores", value={"data": [STORE_EXAMPLE]}, response_only=True)],
+        examples=[response_example("Stores", {"data": [STORE_EXAMPLE]})],
     )
     def list(self, request):
         return Response({"data": StoreSerializer(self.get_queryset(), many=True).data})
@@ -60,12 +60,7 @@ class StoreViewSet(viewsets.GenericViewSet):
         },
         examples=[
             OpenApiExample("New store", value=STORE_CREATE_EXAMPLE, request_only=True),
-            OpenApiExample(
-                "Created",
-                value={"data": STORE_CREATED_EXAMPLE},
-                response_only=True,
-                status_codes=["201"],
-            ),
+            response_example("Created", {"data": STORE_CREATED_EXAMPLE}, 201),
         ],
     )
     @idempotent(
@@ -87,7 +82,7 @@ class StoreViewSet(viewsets.GenericViewSet):
             200: data_envelope("StoreResponse", StoreSerializer),
             **error_responses(403, 404),
         },
-        examples=[OpenApiExample("Store", value={"data": STORE_EXAMPLE}, response_only=True)],
+        examples=[response_example("Store", {"data": STORE_EXAMPLE})],
     )
     def retrieve(self, request, store: str):
         return Response({"data": StoreSerializer(self.get_object()).data})

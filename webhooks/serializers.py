@@ -2,10 +2,11 @@
 these classes (drf-spectacular), so each rule is written once, here."""
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
-from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
+from config.api.schema import response_example
 from events.registry import EVENT_TYPES
 from webhooks.addresses import MAX_URL_LENGTH, URL_PATTERN, DestinationRefused, url_check
 from webhooks.models import WebhookDelivery, WebhookDestination
@@ -206,9 +207,7 @@ WEBHOOK_EVENT_TYPES_EXAMPLE = {
 
 
 # The item of the paginated list (GET /api/v2/webhook-deliveries builds its page example).
-@extend_schema_serializer(
-    examples=[OpenApiExample("Delivery", value=WEBHOOK_DELIVERY_EXAMPLE, response_only=True)]
-)
+@extend_schema_serializer(examples=[response_example("Delivery", WEBHOOK_DELIVERY_EXAMPLE)])
 class WebhookDeliverySerializer(serializers.ModelSerializer):
     id = serializers.CharField()
     event_id = serializers.CharField()

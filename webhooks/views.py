@@ -18,7 +18,12 @@ from config.api.errors import Conflict
 from config.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import STORE_HEADER_PARAMETER, data_envelope, error_responses
+from config.api.schema import (
+    STORE_HEADER_PARAMETER,
+    data_envelope,
+    error_responses,
+    response_example,
+)
 from stores.access import StorePermission
 from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
@@ -135,11 +140,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             200: data_envelope("WebhookDestinationResponse", WebhookDestinationSerializer),
             **error_responses(403, 404),
         },
-        examples=[
-            OpenApiExample(
-                "Destination", value={"data": WEBHOOK_DESTINATION_EXAMPLE}, response_only=True
-            )
-        ],
+        examples=[response_example("Destination", {"data": WEBHOOK_DESTINATION_EXAMPLE})],
     )
     def retrieve(self, request):
         destination = destination_get(store=request.store)
@@ -159,17 +160,11 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
         },
         examples=[
             OpenApiExample("Destination", value=WEBHOOK_DESTINATION_PUT_EXAMPLE, request_only=True),
-            OpenApiExample(
-                "Replaced",
-                value={"data": WEBHOOK_DESTINATION_EXAMPLE},
-                response_only=True,
-                status_codes=["200"],
-            ),
-            OpenApiExample(
+            response_example("Replaced", {"data": WEBHOOK_DESTINATION_EXAMPLE}),
+            response_example(
                 "Created, with its signing secret",
-                value={"data": WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE},
-                response_only=True,
-                status_codes=["201"],
+                {"data": WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE},
+                201,
             ),
         ],
     )
@@ -206,10 +201,8 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             **error_responses(403, 404, 409, 415, 422),
         },
         examples=[
-            OpenApiExample(
-                "New signing secret",
-                value={"data": WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE},
-                response_only=True,
+            response_example(
+                "New signing secret", {"data": WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE}
             )
         ],
     )
@@ -232,9 +225,7 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     @extend_schema(
         operation_id="webhook_event_types_list",
         responses={200: WebhookEventTypeListSerializer, **error_responses(403)},
-        examples=[
-            OpenApiExample("Event types", value=WEBHOOK_EVENT_TYPES_EXAMPLE, response_only=True)
-        ],
+        examples=[response_example("Event types", WEBHOOK_EVENT_TYPES_EXAMPLE)],
     )
     def list(self, request):
         return Response(self.get_serializer({"data": event_types_list()}).data)
@@ -271,9 +262,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
             200: data_envelope("WebhookDeliveryResponse", WebhookDeliverySerializer),
             **error_responses(403, 404),
         },
-        examples=[
-            OpenApiExample("Delivery", value={"data": WEBHOOK_DELIVERY_EXAMPLE}, response_only=True)
-        ],
+        examples=[response_example("Delivery", {"data": WEBHOOK_DELIVERY_EXAMPLE})],
     )
     def retrieve(self, request, delivery: str):
         found = delivery_get(store=request.store, delivery_id=delivery)
@@ -292,11 +281,8 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         },
         examples=[
             OpenApiExample("Empty body", value={}, request_only=True),
-            OpenApiExample(
-                "New pending delivery",
-                value={"data": WEBHOOK_DELIVERY_REPLAYED_EXAMPLE},
-                response_only=True,
-                status_codes=["201"],
+            response_example(
+                "New pending delivery", {"data": WEBHOOK_DELIVERY_REPLAYED_EXAMPLE}, 201
             ),
         ],
     )

@@ -2,7 +2,12 @@
 
 from drf_spectacular.drainage import set_override
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    inline_serializer,
+)
 from rest_framework import serializers
 
 
@@ -82,6 +87,11 @@ STORE_HEADER_PARAMETER = OpenApiParameter(
     description="Store slug. Required with OAuth tokens; API keys default to their current "
     "store, else their first accessible store.",
 )
+
+
+def response_example(name: str, value, status: int = 200) -> OpenApiExample:
+    """The OpenAPI example of one response status (request and response examples share a list)."""
+    return OpenApiExample(name, value=value, response_only=True, status_codes=[str(status)])
 
 
 def data_envelope(name: str, serializer, many: bool = False):
