@@ -1,5 +1,6 @@
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import UTC, timedelta
 
 from django.db import connection
@@ -10,6 +11,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from accounts.models import ApiKey, User
 from accounts.rows import instance_from_row, select_list
+from stores.models import Membership
 from stores.selectors import (
     API_KEY_DEFAULT_MEMBERSHIP_LATERAL,
     MEMBERSHIP_WITH_STORE_COLUMNS,
@@ -33,12 +35,14 @@ def credential_for_api_key(token: str) -> tuple[User, Credential] | None:
     """
     if not token.startswith(API_KEY_PREFIX):
         return None
-    row = _live_api_key_row(api_key_hash(token))
-    if row is None:
+    if connection.vendor == "postgresql":
+        key = _live_api_key(api_key_hash(token))
+    else:
+        key = _live_api_key_by_orm(api_key_hash(token))
+    if key is None:
         return None
-    key_id, abilities, store_access, current_store_id, current_store_deleted_at = row[:5]
-    expires_at, last_used_at, selected_store_ids = row[5:8]
     now = timezone.now()
+    key_id, expires_at, last_used_at = key.id, key.expires_at, key.last_used_at
     if expires_at is not None and expires_at <= now:
         raise AuthenticationFailed(
             f"This API key expired at {expires_at.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}; "
@@ -48,22 +52,90 @@ def credential_for_api_key(token: str) -> tuple[User, Credential] | None:
         ApiKey.objects.filter(pk=key_id).filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
         ).update(last_used_at=now)
-    user_row_end = len(row) - MEMBERSHIP_WITH_STORE_COLUMNS
-    user = instance_from_row(User, row[8:user_row_end], exclude=_USER_FIELDS_NOT_READ)
     credential = Credential(
         type=CREDENTIAL_API_KEY,
-        user_id=user.pk,
-        # The raw cursor returns jsonb as text (Django's JSONField parses it in from_db_value).
-        abilities=tuple(json.loads(abilities)),
-        store_access=store_access,
-        selected_store_ids=frozenset(selected_store_ids),
-        current_store_id=current_store_id,
-        current_store_deleted=current_store_deleted_at is not None,
+        user_id=key.user.pk,
+        abilities=tuple(key.abilities),
+        store_access=key.store_access,
+        selected_store_ids=frozenset(key.selected_store_ids),
+        current_store_id=key.current_store_id,
+        current_store_deleted=key.current_store_deleted_at is not None,
         rate_limit_key=f"api_key:{key_id}",
         api_key_id=key_id,
+        default_membership=key.default_membership,
+    )
+    return key.user, credential
+
+
+@dataclass(frozen=True)
+class _LiveApiKey:
+    id: int
+    abilities: list
+    store_access: str
+    current_store_id: int | None
+    current_store_deleted_at: object
+    expires_at: object
+    last_used_at: object
+    selected_store_ids: list
+    user: User
+    default_membership: Membership | None
+
+
+def _live_api_key(key_hash: str) -> _LiveApiKey | None:
+    row = _live_api_key_row(key_hash)
+    if row is None:
+        return None
+    key_id, abilities, store_access, current_store_id, current_store_deleted_at = row[:5]
+    expires_at, last_used_at, selected_store_ids = row[5:8]
+    user_row_end = len(row) - MEMBERSHIP_WITH_STORE_COLUMNS
+    return _LiveApiKey(
+        id=key_id,
+        # The raw cursor returns jsonb as text (Django's JSONField parses it in from_db_value).
+        abilities=json.loads(abilities),
+        store_access=store_access,
+        current_store_id=current_store_id,
+        current_store_deleted_at=current_store_deleted_at,
+        expires_at=expires_at,
+        last_used_at=last_used_at,
+        selected_store_ids=selected_store_ids,
+        user=instance_from_row(User, row[8:user_row_end], exclude=_USER_FIELDS_NOT_READ),
         default_membership=membership_from_row(row[user_row_end:]),
     )
-    return user, credential
+
+
+def _live_api_key_by_orm(key_hash: str) -> _LiveApiKey | None:
+    """The same reads through the ORM, for the SQLite database of `make run`: the one-query
+    path above is PostgreSQL's (LATERAL, ARRAY, jsonb), and SQLite's raw rows would carry naive
+    datetimes."""
+    key = (
+        ApiKey.objects.select_related("user")
+        .filter(key_hash=key_hash, revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if key is None:
+        return None
+    selected = (
+        list(key.stores.values_list("id", flat=True))
+        if key.store_access == ApiKey.STORE_ACCESS_SELECTED
+        else []
+    )
+    memberships = Membership.objects.select_related("store").filter(user_id=key.user_id)
+    if key.current_store_id is not None:
+        memberships = memberships.filter(store_id=key.current_store_id)
+    if key.store_access != ApiKey.STORE_ACCESS_ALL:
+        memberships = memberships.filter(store_id__in=selected)
+    return _LiveApiKey(
+        id=key.id,
+        abilities=key.abilities,
+        store_access=key.store_access,
+        current_store_id=key.current_store_id,
+        current_store_deleted_at=key.current_store_deleted_at,
+        expires_at=key.expires_at,
+        last_used_at=key.last_used_at,
+        selected_store_ids=selected,
+        user=key.user,
+        default_membership=memberships.order_by("store_id").first(),
+    )
 
 
 # The bearer path never reads the password hash: it stays deferred (loaded only if read).

@@ -23,9 +23,16 @@ def _could_be_a_slug(value: str) -> bool:
 def membership_for_slug(*, credential: Credential, slug: str) -> Membership | None:
     if not _could_be_a_slug(slug):
         return None
-    membership = _membership_where(
-        "m.user_id = %s AND s.slug = %s", [credential.user_id, slug.lower()]
-    )
+    if connection.vendor == "postgresql":
+        membership = _membership_where(
+            "m.user_id = %s AND s.slug = %s", [credential.user_id, slug.lower()]
+        )
+    else:  # SQLite (`make run`): its raw rows carry naive datetimes, the ORM converts them
+        membership = (
+            Membership.objects.select_related("store")
+            .filter(user_id=credential.user_id, store__slug=slug.lower())
+            .first()
+        )
     if membership is None or not credential.may_access_store(membership.store_id):
         return None
     return membership
