@@ -55,14 +55,10 @@ COUPON_EXAMPLE = {
     "store_id": 7,
     "deleted_at": None,
 }
+# The request that creates COUPON_EXAMPLE: its writable fields.
 COUPON_CREATE_EXAMPLE = {
-    "code": "SUMMER25",
-    "type": "PERCENTAGE",
-    "discount": 25,
-    "store_wide": True,
-    "limit": 100,
-    "minimum_amount": 50,
-    "expires_at": "2030-09-01T00:00:00Z",
+    name: COUPON_EXAMPLE[name]
+    for name in ("code", "type", "discount", "store_wide", "limit", "minimum_amount", "expires_at")
 }
 COUPON_AMOUNT_CREATE_EXAMPLE = {
     "code": "TENOFF",
