@@ -11,6 +11,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from accounts.models import ApiKey, User
 from accounts.rows import instance_from_row, select_list
+from config.db import PreparedStatement
 from stores.models import Membership
 from stores.selectors import (
     API_KEY_DEFAULT_MEMBERSHIP_LATERAL,
@@ -152,13 +153,15 @@ _LIVE_API_KEY_SQL = f"""
     {API_KEY_DEFAULT_MEMBERSHIP_LATERAL}
     WHERE k.key_hash = %s AND k.revoked_at IS NULL AND u.is_active
 """  # noqa: S608 (names from model metadata; values are parameters)
+_LIVE_API_KEY_STATEMENT = PreparedStatement("storefront_live_api_key", _LIVE_API_KEY_SQL)
 
 
 def _live_api_key_row(key_hash: str) -> tuple | None:
     """The unrevoked key with `key_hash` of an active user, its selected stores (empty unless
     store_access is "selected"), its user and its membership without X-STORE, in one query of
     plain SQL: it runs on every request, and the ORM's version (select_related get, the stores
-    query, the membership query) cost a millisecond more per request (docs/benchmarks/layer.md)."""
+    query, the membership query) cost a millisecond more per request (docs/benchmarks/layer.md).
+    Prepared once per session: planning it was 40% of its time (config/db.py)."""
     with connection.cursor() as cursor:
-        cursor.execute(_LIVE_API_KEY_SQL, [ApiKey.STORE_ACCESS_SELECTED, key_hash])
+        _LIVE_API_KEY_STATEMENT.execute(cursor, [ApiKey.STORE_ACCESS_SELECTED, key_hash])
         return cursor.fetchone()

@@ -4,6 +4,7 @@ from django.db.models import QuerySet
 from accounts.credentials import Credential
 from accounts.models import ApiKey
 from accounts.rows import instance_from_row, select_list
+from config.db import PreparedStatement
 from stores.models import Membership, Store
 
 
@@ -24,9 +25,7 @@ def membership_for_slug(*, credential: Credential, slug: str) -> Membership | No
     if not _could_be_a_slug(slug):
         return None
     if connection.vendor == "postgresql":
-        membership = _membership_where(
-            "m.user_id = %s AND s.slug = %s", [credential.user_id, slug.lower()]
-        )
+        membership = _membership_for_slug(credential.user_id, slug.lower())
     else:  # SQLite (`make run`): its raw rows carry naive datetimes, the ORM converts them
         membership = (
             Membership.objects.select_related("store")
@@ -76,11 +75,18 @@ def membership_from_row(row: tuple) -> Membership | None:
     return membership
 
 
-def _membership_where(condition: str, params: list) -> Membership | None:
-    """The first membership matching `condition`, its store attached, in plain SQL: one of
-    these runs on every store-scoped request, and the ORM's select_related().first() cost
-    about a millisecond more of Python per request (docs/benchmarks/layer.md)."""
+_MEMBERSHIP_FOR_SLUG_STATEMENT = PreparedStatement(
+    "storefront_membership_for_slug",
+    f"{_MEMBERSHIP_WITH_STORE_SQL} m.user_id = %s AND s.slug = %s LIMIT 1",
+)
+
+
+def _membership_for_slug(user_id: int, slug: str) -> Membership | None:
+    """The user's membership in the store `slug`, its store attached, in plain SQL prepared once
+    per session (config/db.py): this runs on every request with X-STORE, and the ORM's
+    select_related().first() cost about a millisecond more of Python per request
+    (docs/benchmarks/layer.md)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"{_MEMBERSHIP_WITH_STORE_SQL} {condition} LIMIT 1", params)
+        _MEMBERSHIP_FOR_SLUG_STATEMENT.execute(cursor, [user_id, slug])
         row = cursor.fetchone()
     return None if row is None else membership_from_row(row)

@@ -108,6 +108,9 @@ DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace(
     "django.db.backends.", "django_prometheus.db.backends."
 )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# The per-request plain-SQL reads run as statements prepared once per PostgreSQL session
+# (config/db.py). Turn off behind a pooler that resets sessions (PgBouncer transaction mode).
+DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:

@@ -1,0 +1,99 @@
+"""The per-request plain-SQL reads run as statements prepared once per PostgreSQL session
+(config/db.py): prepared on a session's first request, reused after, prepared again on a new
+session, and sent as plain SQL when DATABASE_PREPARED_STATEMENTS is off (behind a pooler that
+resets sessions)."""
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from tests.factories import MembershipFactory, make_api_key
+
+STATEMENTS = {"storefront_live_api_key", "storefront_membership_for_slug"}
+
+
+def prepared_in_session() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM pg_prepared_statements")
+        return {name for (name,) in cursor.fetchall()}
+
+
+def executed(queries) -> list[str]:
+    return [query["sql"].split("(")[0].split(" AS ")[0] for query in queries]
+
+
+@pytest.fixture
+def store_client(client_for, user, store):
+    return client_for(make_api_key(user), HTTP_X_STORE=store.slug)
+
+
+def get_me_and_coupons(client) -> None:
+    assert client.get("/api/v2/me").status_code == 200
+    assert client.get("/api/v1/coupons").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_session_prepares_the_statements_once(store_client):
+    connection.close()  # a fresh session
+    with CaptureQueriesContext(connection) as first:
+        get_me_and_coupons(store_client)
+    assert STATEMENTS <= prepared_in_session()
+    with CaptureQueriesContext(connection) as second:
+        get_me_and_coupons(store_client)
+
+    prepares = [sql for sql in executed(first) if sql.startswith("PREPARE")]
+    assert sorted(prepares) == sorted(f"PREPARE {name}" for name in STATEMENTS)
+    assert not [sql for sql in executed(second) if sql.startswith("PREPARE")]
+    assert executed(second).count("EXECUTE storefront_live_api_key") == 2
+
+    connection.close()  # a new session has none of them, and prepares them again
+    assert not STATEMENTS & prepared_in_session()
+    get_me_and_coupons(store_client)
+    assert STATEMENTS <= prepared_in_session()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_transaction_keeps_the_session_s_statements(store_client):
+    connection.close()
+    with transaction.atomic():
+        get_me_and_coupons(store_client)
+        transaction.set_rollback(True)
+    # PREPARE is not transactional: the statements are still there, and EXECUTE finds them.
+    assert STATEMENTS <= prepared_in_session()
+    get_me_and_coupons(store_client)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_revoked_key_fails_on_its_next_request_through_the_prepared_statement(
+    client_for, user, store
+):
+    from accounts.models import ApiKey
+
+    client = client_for(make_api_key(user))
+    assert client.get("/api/v2/me").status_code == 200
+    ApiKey.objects.update(revoked_at="2026-01-01T00:00:00Z")
+    assert client.get("/api/v2/me").status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_turned_off_the_same_sql_is_sent_as_is_and_survives_a_session_reset(
+    settings, store_client
+):
+    settings.DATABASE_PREPARED_STATEMENTS = False
+    connection.close()
+    get_me_and_coupons(store_client)
+    assert not STATEMENTS & prepared_in_session()
+    with connection.cursor() as cursor:
+        cursor.execute("DISCARD ALL")  # what a transaction-mode pooler does between clients
+    get_me_and_coupons(store_client)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_another_users_store_slug_is_not_found_through_the_prepared_statement(
+    client_for, user, store
+):
+    other = MembershipFactory()
+    client = client_for(make_api_key(user), HTTP_X_STORE=other.store.slug)
+    for _ in range(3):  # first run prepares, later ones EXECUTE
+        response = client.get("/api/v1/coupons")
+        assert response.status_code == 403, response.content
