@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--coupons", type=int, default=100)
     args = parser.parse_args()
-    key = seed(bench_environment(), args.coupons)
+    key, _peer_token = seed(bench_environment(), args.coupons)
     checkouts = {"before": args.compare.resolve(), "after": REPO}
     best: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
     for round_number in range(args.rounds):

@@ -92,3 +92,28 @@ def test_limiting_resumes_after_the_pause(auth_client, settings, limiter_outage_
     # when / then: Redis is back
     assert auth_client.get("/api/v2/me")["X-RateLimit-Limit"] == "1"
     assert auth_client.get("/api/v2/me").status_code == 429
+
+
+def redis_client():
+    from django.core.cache import cache
+
+    return cache._cache.get_client(write=True)
+
+
+def test_a_window_s_counter_expires_after_its_window(auth_client):
+    auth_client.get("/api/v2/me")
+    client = redis_client()
+    (key,) = client.keys("*ratelimit:cred:*")
+    # the window's 60 s and a 5 s margin: a counter never outlives its window for long
+    assert 0 < client.ttl(key) <= ratelimit.WINDOW_SECONDS + 5
+    assert int(client.get(key)) == 1
+
+
+def test_counting_goes_on_after_redis_forgets_its_scripts(auth_client, settings):
+    # given: the counting script is known to this process, and Redis restarted (scripts lost)
+    settings.API_RATE_LIMIT_PER_MINUTE = 2
+    auth_client.get("/api/v2/me")
+    redis_client().script_flush()
+    # then: the script is loaded again and the budget still counts
+    assert auth_client.get("/api/v2/me")["X-RateLimit-Remaining"] == "0"
+    assert auth_client.get("/api/v2/me").status_code == 429
