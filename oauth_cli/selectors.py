@@ -3,6 +3,7 @@
 import hashlib
 
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_application_model
 
@@ -37,9 +38,15 @@ def credential_for_access_token(token: str) -> tuple[User, Credential] | None:
     """
     if not token or len(token) > 255:
         return None
+    # The installation is read by the same query (a subquery): a CLI request makes one round
+    # trip and one ORM compilation for its credential, not two.
+    installation = Installation.objects.filter(
+        user_id=OuterRef("user_id"), application_id=OuterRef("application_id")
+    )
     access_token = (
         get_access_token_model()
         .objects.select_related("user", "application")
+        .annotate(cli_installation_id=Subquery(installation.values("pk")[:1]))
         .filter(token_checksum=token_checksum(token), expires__gt=timezone.now())
         .first()
     )
@@ -50,19 +57,15 @@ def credential_for_access_token(token: str) -> tuple[User, Credential] | None:
         or access_token.application is None
         or access_token.application.client_id != settings.CLI_CLIENT_ID
         or settings.OAUTH_SCOPE_ADMIN not in access_token.scope.split()
+        or access_token.cli_installation_id is None
     ):
-        return None
-    installation = installation_for(
-        user_id=access_token.user_id, application_id=access_token.application_id
-    )
-    if installation is None:
         return None
     credential = Credential(
         type=CREDENTIAL_OAUTH,
         user_id=access_token.user_id,
         abilities=("*",),
         store_access="all",
-        rate_limit_key=f"oauth_installation:{installation.pk}",
+        rate_limit_key=f"oauth_installation:{access_token.cli_installation_id}",
         access_token_id=access_token.pk,
     )
     return access_token.user, credential

@@ -190,3 +190,15 @@ def test_installation_answers_other_methods_with_405_and_allow(oauth_client, met
     assert response.status_code == 405
     assert response.json()["code"] == "method_not_allowed"
     assert response["Allow"] == "GET, DELETE, HEAD"
+
+
+def test_a_token_whose_installation_is_gone_is_refused_on_its_next_request(oauth_client, user):
+    from oauth_cli.models import TokenFamily
+
+    # given: a working token; when: its installation disappears without the services (raw
+    # deletes, the access token kept)
+    assert oauth_client.get("/api/v2/me").status_code == 200
+    TokenFamily.objects.filter(installation__user=user)._raw_delete(TokenFamily.objects.db)
+    Installation.objects.filter(user=user)._raw_delete(Installation.objects.db)
+    # then: the bearer resolver, which reads the installation with the token, refuses it
+    assert oauth_client.get("/api/v2/me").status_code == 401
