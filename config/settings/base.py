@@ -95,11 +95,12 @@ TEMPLATES = [
     },
 ]
 
+DATABASE_CONN_MAX_AGE = env.count("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES = {
     "default": env.database(
         "DATABASE_URL",
         default=f"sqlite:///{VAR_DIR / 'storefront.sqlite3'}",
-        conn_max_age=env.count("DATABASE_CONN_MAX_AGE", default=60),
+        conn_max_age=DATABASE_CONN_MAX_AGE,
     )
 }
 # django-prometheus' subclasses of the same backends count queries, errors and new connections
@@ -109,8 +110,12 @@ DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace(
 )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The per-request plain-SQL reads run as statements prepared once per PostgreSQL session
-# (config/db.py). Turn off behind a pooler that resets sessions (PgBouncer transaction mode).
-DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
+# (config/db.py). Off by default with DATABASE_CONN_MAX_AGE=0: a connection per request has
+# nothing to reuse, and that is the setting docs/scaling.md gives for PgBouncer in transaction
+# mode, which would lose a session's statements between two transactions.
+DATABASE_PREPARED_STATEMENTS = env.bool(
+    "DATABASE_PREPARED_STATEMENTS", default=DATABASE_CONN_MAX_AGE != 0
+)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:

@@ -418,3 +418,23 @@ def test_unset_variables_keep_their_defaults(tmp_path):
     assert database["ENGINE"] == "django_prometheus.db.backends.sqlite3"
     assert database["NAME"] == str(tmp_path / "storefront.sqlite3")
     assert database["CONN_MAX_AGE"] == 60
+
+
+@pytest.mark.parametrize(
+    "env, prepared",
+    [
+        ({}, True),
+        # a connection per request (docs/scaling.md's PgBouncer set-up): nothing to reuse
+        ({"DATABASE_CONN_MAX_AGE": "0"}, False),
+        ({"DATABASE_CONN_MAX_AGE": "0", "DATABASE_PREPARED_STATEMENTS": "true"}, True),
+        ({"DATABASE_PREPARED_STATEMENTS": "false"}, False),
+    ],
+)
+def test_prepared_statements_follow_connection_reuse_unless_told(env, prepared):
+    environment = production_environment(
+        DATABASE_CONN_MAX_AGE=None, DATABASE_PREPARED_STATEMENTS=None
+    )
+    environment.update(env)
+    assert settings_of(environment, "DATABASE_PREPARED_STATEMENTS") == {
+        "DATABASE_PREPARED_STATEMENTS": prepared
+    }
