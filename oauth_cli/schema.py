@@ -327,7 +327,8 @@ def _authorize_answer_responses() -> dict:
     return {
         "303": {
             "description": "Back to the CLI's callback: `code` and `state` (approved), or "
-            "`error=access_denied` and `state` (refused).",
+            "`error=access_denied` and `state` (refused); both with `iss`, the issuer "
+            "(RFC 9207).",
             "headers": {"Location": LOCATION, "Cache-Control": NO_STORE},
         },
         "400": _malformed_or_protocol_error(
@@ -427,13 +428,13 @@ def _paths() -> dict:
                     },
                     "302": {
                         "description": "To the sign-in page (anonymous browser, then back "
-                        "here), or to the callback with `error`, `error_description` and "
-                        "`state` when a rule after client and redirect URI fails "
-                        "(RFC 6749 §4.1.2.1).",
+                        "here), or to the callback with `error`, `error_description`, "
+                        "`state` and `iss` (RFC 9207) when a rule after client and redirect "
+                        "URI fails (RFC 6749 §4.1.2.1).",
                         "headers": {"Location": LOCATION},
                     },
                     "303": {
-                        "description": "To the callback with `error` and `state`, for an "
+                        "description": "To the callback with `error`, `state` and `iss`, for an "
                         "error django-oauth-toolkit finds after our checks (e.g. an empty "
                         "scope: `invalid_scope`).",
                         "headers": {"Location": LOCATION, "Cache-Control": NO_STORE},

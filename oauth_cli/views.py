@@ -17,6 +17,8 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.debug import sensitive_post_parameters
 from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.oauth2_backends import _add_iss_to_redirect
+from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.signals import app_authorized
 from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
@@ -83,6 +85,14 @@ def _protect_page(
     return response
 
 
+def with_issuer(location: str, request) -> str:
+    """`location` with RFC 9207's `iss`. DOT adds it to the code redirect only; the discovery
+    document says every authorization response carries it, so error redirects (refused,
+    invalid request) carry it too, added by DOT's own function."""
+    issuer = oauth2_settings.oauth2_authorization_server_issuer(request)
+    return _add_iss_to_redirect(location, issuer)
+
+
 @require_get
 def authorization_server_metadata(request):
     """RFC 8414 discovery document."""
@@ -139,7 +149,8 @@ class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
         query.update({"error": error.error, "error_description": error.description})
         if error.state is not None:
             query["state"] = error.state
-        return self._redirect(f"{error.redirect_uri}?{query.urlencode()}", status=302)
+        location = with_issuer(f"{error.redirect_uri}?{query.urlencode()}", request)
+        return self._redirect(location, status=302)
 
     def _redirect(self, location: str, status: int = 303):
         response = HttpResponse(status=status)
@@ -160,7 +171,7 @@ class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
         """Redirectable errors go back to the client; fatal ones are shown, never redirected."""
         redirect, error_response = OAuthLibMixin.error_response(self, error)
         if redirect:
-            return self.redirect(error_response["url"], application)
+            return self.redirect(with_issuer(error_response["url"], self.request), application)
         oauthlib_error = error_response["error"]
         return oauth_error(
             self.request,

@@ -242,9 +242,11 @@ def test_refuse_redirects_with_access_denied(signed_in, user, how):
 
     assert response.status_code == 303
     query = query_of(response["Location"])
-    assert query == {"error": "access_denied", "state": params["state"]} | (
-        {"error_description": query["error_description"]} if "error_description" in query else {}
-    )
+    assert query == {
+        "error": "access_denied",
+        "state": params["state"],
+        "iss": settings.BASE_URL,
+    } | ({"error_description": query["error_description"]} if "error_description" in query else {})
     assert not Grant.objects.filter(user=user).exists()
     assert not Installation.objects.filter(user=user).exists()
 
