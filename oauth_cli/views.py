@@ -345,7 +345,18 @@ def locked_out_response(request, original_response=None, credentials=None):
     """django-axes' answer when a sign-in limit is reached (AXES_LOCKOUT_CALLABLE), on both
     sign-in pages: 429, the same page whichever limit it was and whether the username exists."""
     seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
-    context = {"lockout_minutes": -(-seconds // 60), "csp_nonce": secrets.token_urlsafe(16)}
-    response = render(request, "registration/locked_out.html", context, status=429)
-    response["Retry-After"] = str(seconds)
+    return protected_page(
+        request,
+        "registration/locked_out.html",
+        status=429,
+        retry_after=seconds,
+        lockout_minutes=-(-seconds // 60),
+    )
+
+
+def protected_page(request, template: str, *, status: int, retry_after: int, **context):
+    """A page of the sign-in flow's own (lockout, outage) with its status and Retry-After."""
+    context["csp_nonce"] = secrets.token_urlsafe(16)
+    response = render(request, template, context, status=status)
+    response["Retry-After"] = str(retry_after)
     return _protect_page(response, nonce=context["csp_nonce"])

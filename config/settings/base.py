@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.api.middleware.RateLimitHeadersMiddleware",
     "config.api.middleware.AllowHeaderMiddleware",
+    # Sign-in while Redis (the failure counters) is down: a 503 page, not a 500.
+    "oauth_cli.login_limits.SignInLimitsUnavailableMiddleware",
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",

@@ -145,3 +145,25 @@ def test_the_lockout_ends_after_the_cool_off(staff):
         time.sleep(1.5)
 
         assert signed_in(sign_in(CLI_LOGIN, "alice", "password"))
+
+
+@pytest.mark.parametrize("path", LOGIN_PAGES)
+@pytest.mark.parametrize("password", ["password", "wrong"])
+def test_with_the_counters_cache_down_a_sign_in_is_refused_with_503(path, password, staff, caplog):
+    from tests.outages import dead_redis_caches
+
+    # django-axes keeps the cache its handler was made with: naming AXES_HANDLER makes a new
+    # one, on the dead cache here and on the live one again afterwards.
+    with override_settings(CACHES=dead_redis_caches(), AXES_HANDLER=settings.AXES_HANDLER):
+        response = sign_in(path, "alice", password)
+
+    # fails closed: the right password does not sign in without its limits, and says why
+    assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert "Sign-in is temporarily unavailable" in response.content.decode()
+    assert response["X-Frame-Options"] == "DENY"
+    assert "sessionid" not in response.cookies
+    assert any("sign-in limits' cache is unavailable" in r.getMessage() for r in caplog.records)
+    # and once Redis is back, the same sign-in works
+    if password == "password":
+        assert signed_in(sign_in(path, "alice", "password"))
