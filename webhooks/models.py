@@ -9,6 +9,8 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from config.list_totals import ListTotals
+
 
 class WebhookDestination(models.Model):
     """The store's one webhook destination (DESIGN.md "Webhooks")."""
@@ -119,6 +121,30 @@ class WebhookDelivery(models.Model):
 
     def __str__(self):
         return f"{self.event_type} {self.id} ({self.status})"
+
+
+class WebhookDeliveryTotal(models.Model):
+    """A store's number of deliveries, the total of its unfiltered delivery list.
+
+    Maintained by PostgreSQL triggers on webhooks_webhookdelivery in the writer's transaction
+    (DELIVERY_TOTALS, migration 0005); no code writes it but `manage.py recount_lists`. No row
+    means the store has no deliveries. Not maintained on SQLite (`make run`).
+    """
+
+    store = models.OneToOneField(
+        "stores.Store", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    deliveries = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"store {self.store_id}: {self.deliveries} deliveries"
+
+
+DELIVERY_TOTALS = ListTotals(
+    table=WebhookDelivery._meta.db_table,
+    totals_table=WebhookDeliveryTotal._meta.db_table,
+    counters=(("deliveries", "TRUE"),),
+)
 
 
 class WebhookDeliveryAttempt(models.Model):

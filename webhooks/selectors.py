@@ -2,9 +2,11 @@
 
 import uuid
 
+from django.db import connection
+
 from config.api.errors import NotFound
 from events.registry import EVENT_TYPES, EventType
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookDelivery, WebhookDeliveryTotal, WebhookDestination
 
 
 def destination_get(*, store) -> WebhookDestination:
@@ -26,6 +28,15 @@ def event_types_list() -> list[EventType]:
 def deliveries_of_store(*, store):
     """The store's deliveries, newest first (filtered by webhooks.filters in the view)."""
     return WebhookDelivery.objects.filter(store=store).order_by("-created_at", "-id")
+
+
+def delivery_total(*, store):
+    """The number of the store's deliveries as a one-value queryset for the list's paginator:
+    the store's WebhookDeliveryTotal row, O(1) at any size. None on SQLite (`make run`, no
+    triggers): the paginator counts instead."""
+    if connection.vendor != "postgresql":
+        return None
+    return WebhookDeliveryTotal.objects.filter(store=store).values_list("deliveries", flat=True)
 
 
 def delivery_get(*, store, delivery_id) -> WebhookDelivery:

@@ -30,6 +30,7 @@ from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
     deliveries_of_store,
     delivery_get,
+    delivery_total,
     destination_get,
     destination_secret_get,
     event_types_list,
@@ -252,8 +253,15 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         description="The store's webhook deliveries, newest first.",
         responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
     )
-    def list(self, request, *args, **kwargs):
-        return super().list(request, *args, **kwargs)
+    def list(self, request):
+        deliveries = self.filter_queryset(self.get_queryset())
+        # Unfiltered, the total is the store's maintained counter (O(1)); a filter's total is
+        # counted (O(matching rows), docs/decisions/webhooks.md).
+        total = (
+            None if WebhookDeliveryFilter.narrows(request) else delivery_total(store=request.store)
+        )
+        page = self.paginator.paginate_queryset(deliveries, request, view=self, total=total)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",
