@@ -41,10 +41,14 @@ COUPON_TOTAL_SQL = {
     "WHERE store_id = %(store)s), 0)"
     for trashed, (_, total) in COUPON_LISTINGS.items()
 }
+# A deferred join: the page's ids first, then only those rows' columns; the rows OFFSET
+# skips are not read whole (the last page at 1M coupons: 165 -> 108 ms,
+# docs/benchmarks/coupons-growth.md).
 COUPON_PAGE_SQL = {
     trashed: f"SELECT {COUPON_COLUMNS}, {COUPON_TOTAL_SQL[trashed]} "  # noqa: S608
-    f"FROM {Coupon._meta.db_table} WHERE store_id = %(store)s {condition} "
-    "ORDER BY id LIMIT %(limit)s OFFSET %(offset)s"
+    f"FROM {Coupon._meta.db_table} WHERE id IN ("
+    f"SELECT id FROM {Coupon._meta.db_table} WHERE store_id = %(store)s {condition} "
+    "ORDER BY id LIMIT %(limit)s OFFSET %(offset)s) ORDER BY id"
     for trashed, (condition, _) in COUPON_LISTINGS.items()
 }
 
