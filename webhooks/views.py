@@ -29,8 +29,9 @@ from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
     deliveries_of_store,
+    delivery_count,
     delivery_get,
-    delivery_total,
+    delivery_page,
     destination_get,
     destination_secret_get,
     event_types_list,
@@ -255,12 +256,17 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
     )
     def list(self, request):
         deliveries = self.filter_queryset(self.get_queryset())
+        store = request.store
         # Unfiltered, the total is the store's maintained counter (O(1)); a filter's total is
         # counted (O(matching rows), docs/decisions/webhooks.md).
-        total = (
-            None if WebhookDeliveryFilter.narrows(request) else delivery_total(store=request.store)
+        filtered = WebhookDeliveryFilter.narrows(request)
+        page = self.paginator.paginate(
+            request,
+            fetch_page=lambda offset, limit: delivery_page(
+                deliveries, store=store, filtered=filtered, offset=offset, limit=limit
+            ),
+            count=lambda: delivery_count(deliveries, store=store, filtered=filtered),
         )
-        page = self.paginator.paginate_queryset(deliveries, request, view=self, total=total)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(

@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import IntegerField, Subquery
-from django.db.models.functions import Coalesce
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
@@ -95,26 +94,15 @@ class LaravelPagination(BasePagination):
     def documented_at(cls, path: str) -> type["LaravelPagination"]:
         return type(cls.__name__, (cls,), {"example_path": path})
 
-    def paginate_queryset(self, queryset, request, view=None, total=None):
-        """`total`, when given, is a queryset of one value (a maintained counter, e.g.
-        webhooks.selectors `delivery_total`; no row means 0) read instead of counting
-        `queryset`: O(1) instead of O(rows) (docs/benchmarks/coupons-growth.md)."""
-        if total is None:
-            counted = CountOf(queryset.order_by().values("pk"))
-            count = queryset.count
-        else:
-            counted = Coalesce(Subquery(total), 0)
-
-            def count() -> int:
-                return total.first() or 0
-
+    def paginate_queryset(self, queryset, request, view=None):
         def fetch_page(offset: int, limit: int) -> tuple[list, int | None]:
             # Total and page in one statement: one ORM compilation and one round trip fewer
             # than COUNT then SELECT (docs/benchmarks/coupons.md, issue 14).
-            page = list(queryset.annotate(**{TOTAL_ANNOTATION: counted})[offset : offset + limit])
+            total = CountOf(queryset.order_by().values("pk"))
+            page = list(queryset.annotate(**{TOTAL_ANNOTATION: total})[offset : offset + limit])
             return page, getattr(page[0], TOTAL_ANNOTATION) if page else None
 
-        return self.paginate(request, fetch_page=fetch_page, count=count)
+        return self.paginate(request, fetch_page=fetch_page, count=queryset.count)
 
     def paginate(
         self,
