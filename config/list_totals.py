@@ -120,15 +120,17 @@ class ListTotals:
         """Recomputes the totals (every store's, or one store's) and repairs them; returns the
         drift found: one `{store_id, counter, stored, actual}` per wrong counter.
 
-        Inside a transaction. SHARE ROW EXCLUSIVE on the totals table waits for the writers
-        whose triggers already ran to commit (their rows are then counted) and makes the
-        others' triggers wait (they apply their change on top of the repaired value); readers
-        are not blocked.
+        Inside a transaction. EXCLUSIVE on the totals table waits for the writers whose
+        triggers already ran to commit (their rows are then counted) and makes the others'
+        triggers wait (they apply their change on top of the repaired value); readers are not
+        blocked. Not SHARE ROW EXCLUSIVE: a delete's trigger locks its rows (FOR UPDATE, a
+        ROW SHARE table lock that mode lets through) before updating them, and would deadlock
+        with the repair of the same row.
         """
         where = "WHERE store_id = %(store)s" if store_id is not None else ""
         columns = [column for column, _ in self.counters]
         with connection.cursor() as cursor:
-            cursor.execute(f"LOCK TABLE {self.totals_table} IN SHARE ROW EXCLUSIVE MODE")
+            cursor.execute(f"LOCK TABLE {self.totals_table} IN EXCLUSIVE MODE")
             cursor.execute(
                 f"SELECT store_id, {self._columns} FROM {self.totals_table} {where}",  # noqa: S608
                 {"store": store_id},

@@ -260,3 +260,22 @@ def test_concurrent_creations_and_deletions_stay_exact(user):
     assert all(isinstance(outcome, int) for outcome in outcomes), outcomes
     assert_exact(client, store, 10, 10)
     assert_exact(client, other, 5, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recount_lists_during_concurrent_writes_leaves_exact_totals(user):
+    store = MembershipFactory(user=user).store
+    existing = [create(store, f"OLD{n}") for n in range(6)]
+    CouponTotal.objects.filter(store=store).update(live=1000)  # drift to repair meanwhile
+    client = auth_client_of(user)
+    tasks = (
+        [lambda c=c: coupon_delete(coupon=c).pk for c in existing]
+        + [lambda n=n: create(store, f"NEW{n}").pk for n in range(8)]
+        + [lambda: call_command("recount_lists", stdout=StringIO()) or 0 for _ in range(3)]
+    )
+    counter = itertools.count()
+
+    outcomes = run_at_once(lambda: tasks[next(counter)](), len(tasks))
+
+    assert all(isinstance(outcome, int) for outcome in outcomes), outcomes
+    assert_exact(client, store, 8, 6)
