@@ -29,6 +29,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from config.list_totals import TRIGGER_EVENTS  # noqa: E402
 from coupons.models import COUPON_TOTALS, Coupon  # noqa: E402
 from coupons.services import coupon_create  # noqa: E402
 from tests.factories import StoreFactory  # noqa: E402
@@ -39,7 +40,7 @@ codes = itertools.count()
 def triggers(enabled: bool) -> None:
     action = "ENABLE" if enabled else "DISABLE"
     with connection.cursor() as cursor:
-        for event in ("insert", "update", "delete", "truncate"):
+        for event in TRIGGER_EVENTS:
             cursor.execute(
                 f"ALTER TABLE {COUPON_TOTALS.table} {action} TRIGGER "
                 f"{COUPON_TOTALS.table}_totals_{event}"

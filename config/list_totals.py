@@ -18,7 +18,9 @@ Rules the SQL keeps (docs/decisions.md "List growth"):
   Django may delete the totals row before the counted rows, and an upsert would resurrect it
   for a store about to disappear (a foreign key violation at commit).
 - An update changes the totals only where the net change per store is non-zero: editing a
-  coupon takes no lock on its store's totals; a soft delete or restore moves one count.
+  coupon does not touch the totals table; a soft delete or restore moves one count. A table
+  whose counters no update can change (`store_fixed`: deliveries) has no UPDATE trigger, only
+  a row guard refusing a change of store.
 - Rows are locked in store id order, so two multi-store writes cannot deadlock on them.
 - TRUNCATE of the counted table empties the totals table.
 """
@@ -27,12 +29,19 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+# Each counted table has one trigger (and function) per event, named <table>_totals_<event>.
+TRIGGER_EVENTS = ("insert", "update", "delete", "truncate")
+
 
 @dataclass(frozen=True)
 class ListTotals:
     table: str  # the counted table
     totals_table: str  # its totals: store_id (primary key) and one bigint per counter
     counters: tuple[tuple[str, str], ...]  # (counter column, SQL condition on a counted row)
+    # The counters depend on no column an UPDATE may change, and a row never changes store:
+    # no UPDATE trigger (none of its cost on every update), and a row-level guard refuses an
+    # UPDATE of store_id instead.
+    store_fixed: bool = False
 
     @property
     def _columns(self) -> str:
@@ -72,7 +81,8 @@ class ListTotals:
             f"SELECT store_id, {net} FROM ({changes}) AS changes "  # noqa: S608
             f"GROUP BY store_id HAVING {changed} ORDER BY store_id"
         )
-        on_update = self._upsert(net_changes) + ";"
+        # Most updates change no total: they do not touch the totals table at all (no lock).
+        on_update = f"IF EXISTS ({net_changes}) THEN {self._upsert(net_changes)}; END IF;"
         subtracted = ", ".join(
             f"{column} = totals.{column} - gone.{column}" for column, _ in self.counters
         )
@@ -85,17 +95,35 @@ class ListTotals:
         on_truncate = f"DELETE FROM {self.totals_table};"  # noqa: S608
         trigger = f"CREATE TRIGGER {self.table}_totals_%s AFTER %s ON {self.table} "
         function = f"FOR EACH STATEMENT EXECUTE FUNCTION {self.table}_totals_%s()"
+        if self.store_fixed:
+            # Evaluated by the WHEN clause per row, the function called only for a move.
+            update_function = self._function(
+                "update",
+                f"RAISE EXCEPTION 'the store of a {self.table} row cannot change' "
+                "USING ERRCODE = 'integrity_constraint_violation';",
+            )
+            update_trigger = (
+                f"CREATE TRIGGER {self.table}_totals_update BEFORE UPDATE OF store_id "
+                f"ON {self.table} FOR EACH ROW "
+                "WHEN (OLD.store_id IS DISTINCT FROM NEW.store_id) "
+                f"EXECUTE FUNCTION {self.table}_totals_update()"
+            )
+        else:
+            update_function = self._function("update", on_update)
+            update_trigger = (
+                trigger % ("update", "UPDATE")
+                + "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+                + function % "update"
+            )
         return [
             self._function("insert", on_insert),
-            self._function("update", on_update),
+            update_function,
             self._function("delete", on_delete),
             self._function("truncate", on_truncate),
             trigger % ("insert", "INSERT")
             + "REFERENCING NEW TABLE AS new_rows "
             + function % "insert",
-            trigger % ("update", "UPDATE")
-            + "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
-            + function % "update",
+            update_trigger,
             trigger % ("delete", "DELETE")
             + "REFERENCING OLD TABLE AS old_rows "
             + function % "delete",
@@ -103,10 +131,9 @@ class ListTotals:
         ]
 
     def drop_sql(self) -> list[str]:
-        events = ("insert", "update", "delete", "truncate")
         return [
-            *(f"DROP TRIGGER {self.table}_totals_{e} ON {self.table}" for e in events),
-            *(f"DROP FUNCTION {self.table}_totals_{e}()" for e in events),
+            *(f"DROP TRIGGER {self.table}_totals_{e} ON {self.table}" for e in TRIGGER_EVENTS),
+            *(f"DROP FUNCTION {self.table}_totals_{e}()" for e in TRIGGER_EVENTS),
         ]
 
     def backfill_sql(self) -> str:

@@ -7,7 +7,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -129,3 +129,14 @@ def test_recount_lists_repairs_the_delivery_counter(store, auth_client):
 
     assert f"deliveries: store {store.pk} deliveries was 40, is 3 (repaired)" in out.getvalue()
     assert total(auth_client, store) == 3
+
+
+def test_a_delivery_cannot_move_to_another_store(store, other_store, auth_client):
+    """The delivery counter has no UPDATE trigger (updates are the sending hot path); the one
+    update that would change a total, a change of store, is refused instead."""
+    with_destination(store)
+    record_events(store, 2)
+    WebhookDelivery.objects.filter(store=store).update(status="succeeded", attempts=1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        WebhookDelivery.objects.filter(store=store).update(store=other_store)
+    assert total(auth_client, store) == 2 == WebhookDelivery.objects.filter(store=store).count()
