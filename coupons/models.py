@@ -3,6 +3,8 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from config.list_totals import ListTotals
+
 # PostgreSQL `integer`: the bound of every integer field a client may write.
 MAX_INTEGER = 2_147_483_647
 # A PERCENTAGE coupon's discount is a percentage: at most this.
@@ -73,6 +75,33 @@ class Coupon(models.Model):
     @property
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
+
+
+class CouponTotal(models.Model):
+    """A store's live and deleted coupon counts, the totals of its coupon listings.
+
+    Maintained by PostgreSQL triggers on coupons_coupon in the writer's transaction
+    (COUPON_TOTALS, migration 0002); no code writes it but `manage.py recount_lists`. No row
+    means the store has no coupons. Not maintained on SQLite (`make run`), where the list
+    counts instead.
+    """
+
+    store = models.OneToOneField(
+        "stores.Store", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    live = models.BigIntegerField(default=0)
+    deleted = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"store {self.store_id}: {self.live} live, {self.deleted} deleted coupons"
+
+
+# The counters of CouponTotal and which coupons each counts.
+COUPON_TOTALS = ListTotals(
+    table=Coupon._meta.db_table,
+    totals_table=CouponTotal._meta.db_table,
+    counters=(("live", "deleted_at IS NULL"), ("deleted", "deleted_at IS NOT NULL")),
+)
 
 
 def discount_exceeds_type(*, type: str, discount: int) -> bool:

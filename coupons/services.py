@@ -47,9 +47,14 @@ def _coupon_save_with_live_code(coupon: Coupon) -> None:
 
 
 def _coupon_lock(coupon: Coupon, *, deleted: bool = False) -> Coupon:
-    """The coupon's current row, locked; NotFound when it is (or is not) deleted meanwhile."""
+    """The coupon's current row, locked; NotFound when it is (or is not) deleted meanwhile.
+
+    Only the coupon's row (`of`): FOR UPDATE on the joined store row too would block the
+    foreign key checks (FOR KEY SHARE) of every coupon written in the store, and deadlock a
+    concurrent creation that holds the store's CouponTotal row which this write's trigger
+    then waits for (tests/coupons/test_coupon_totals.py)."""
     locked = (
-        Coupon.objects.select_for_update()
+        Coupon.objects.select_for_update(of=("self",))
         .select_related("store")
         .filter(pk=coupon.pk, deleted_at__isnull=not deleted)
         .first()

@@ -21,7 +21,7 @@ from config.api.schema import (
 )
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
-from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list, coupon_page
+from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list, coupon_page, coupon_total
 from coupons.serializers import (
     COUPON_AMOUNT_CREATE_EXAMPLE,
     COUPON_CREATE_EXAMPLE,
@@ -113,7 +113,7 @@ class CouponViewSet(GenericViewSet):
             fetch_page=lambda offset, limit: coupon_page(
                 store=store, trashed=trashed, offset=offset, limit=limit
             ),
-            count=lambda: coupon_list(store=store, trashed=trashed).count(),
+            count=lambda: coupon_total(store=store, trashed=trashed),
         )
         return self.get_paginated_response(CouponSerializer(page, many=True).data)
 

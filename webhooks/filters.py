@@ -55,6 +55,12 @@ class WebhookDeliveryFilter(django_filters.FilterSet):
     )
     event_id = EventIdFilter()
 
+    @classmethod
+    def narrows(cls, request) -> bool:
+        """Whether the request filters the list (its total is then counted, not the store's
+        maintained total)."""
+        return any(name in request.query_params for name in cls.base_filters)
+
     class Meta:
         model = WebhookDelivery
         fields = ["status", "event_type", "event_id"]

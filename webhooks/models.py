@@ -9,6 +9,8 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from config.list_totals import ListTotals
+
 
 class WebhookDestination(models.Model):
     """The store's one webhook destination (DESIGN.md "Webhooks")."""
@@ -58,7 +60,7 @@ class WebhookDelivery(models.Model):
     ]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    # Indexed by delivery_store_created_idx (store first), not on its own.
+    # Indexed by delivery_store_created_id_idx (store first), not on its own.
     store = models.ForeignKey(
         "stores.Store", on_delete=models.CASCADE, related_name="+", db_index=False
     )
@@ -97,7 +99,11 @@ class WebhookDelivery(models.Model):
     class Meta:
         verbose_name_plural = "webhook deliveries"
         indexes = [
-            models.Index(fields=["store", "-created_at"], name="delivery_store_created_idx"),
+            # The list's order, id included: no sort of equal created_at values for the id
+            # tie-breaker (docs/benchmarks/coupons-growth.md).
+            models.Index(
+                fields=["store", "-created_at", "-id"], name="delivery_store_created_id_idx"
+            ),
             models.Index(
                 fields=["next_attempt_at"],
                 name="delivery_due_idx",
@@ -119,6 +125,33 @@ class WebhookDelivery(models.Model):
 
     def __str__(self):
         return f"{self.event_type} {self.id} ({self.status})"
+
+
+class WebhookDeliveryTotal(models.Model):
+    """A store's number of deliveries, the total of its unfiltered delivery list.
+
+    Maintained by PostgreSQL triggers on webhooks_webhookdelivery in the writer's transaction
+    (DELIVERY_TOTALS, migration 0005); no code writes it but `manage.py recount_lists`. No row
+    means the store has no deliveries. Not maintained on SQLite (`make run`).
+    """
+
+    store = models.OneToOneField(
+        "stores.Store", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    deliveries = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"store {self.store_id}: {self.deliveries} deliveries"
+
+
+DELIVERY_TOTALS = ListTotals(
+    table=WebhookDelivery._meta.db_table,
+    totals_table=WebhookDeliveryTotal._meta.db_table,
+    counters=(("deliveries", "TRUE"),),
+    # Deliveries are updated several times each (claims, attempts, outcomes) on the sending
+    # hot path; none changes the count, and nothing moves a delivery to another store.
+    store_fixed=True,
+)
 
 
 class WebhookDeliveryAttempt(models.Model):

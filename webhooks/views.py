@@ -29,7 +29,9 @@ from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
     deliveries_of_store,
+    delivery_count,
     delivery_get,
+    delivery_page,
     destination_get,
     destination_secret_get,
     event_types_list,
@@ -252,8 +254,20 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         description="The store's webhook deliveries, newest first.",
         responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
     )
-    def list(self, request, *args, **kwargs):
-        return super().list(request, *args, **kwargs)
+    def list(self, request):
+        deliveries = self.filter_queryset(self.get_queryset())
+        store = request.store
+        # Unfiltered, the total is the store's maintained counter (O(1)); a filter's total is
+        # counted (O(matching rows), docs/decisions/webhooks.md).
+        filtered = WebhookDeliveryFilter.narrows(request)
+        page = self.paginator.paginate(
+            request,
+            fetch_page=lambda offset, limit: delivery_page(
+                deliveries, store=store, filtered=filtered, offset=offset, limit=limit
+            ),
+            count=lambda: delivery_count(deliveries, store=store, filtered=filtered),
+        )
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",

@@ -1,0 +1,190 @@
+"""Per-store totals of the big lists, kept exact by PostgreSQL triggers (issue 14, target 5).
+
+Counting a store's rows for `meta.total` was the whole cost of page 1 at scale (136 ms of a
+page at 1M coupons, docs/benchmarks/coupons-growth.md); reading one counter row is O(1). A
+`ListTotals` names a counted table, its totals table (one row per store, a Django model of the
+owning app) and each counter's condition on a counted row; it gives the SQL of the triggers
+(created by the owning app's migration), their backfill and the reconciliation.
+
+The triggers are statement-level with transition tables: a bulk write, an admin delete, a
+cascade or the retention prune costs one grouped statement on the totals, in the writer's
+transaction, whatever number of rows it touches. The cost is one row lock per store per write
+that changes a total, held until the writer commits (measured in docs/decisions/coupons.md).
+
+Rules the SQL keeps (docs/decisions.md "List growth"):
+- An insert upserts the store's row, so a store with counted rows always has one; a missing
+  row means 0 rows.
+- A delete only updates existing rows, never inserts one: during a store's cascade delete
+  Django may delete the totals row before the counted rows, and an upsert would resurrect it
+  for a store about to disappear (a foreign key violation at commit).
+- An update changes the totals only where the net change per store is non-zero: editing a
+  coupon does not touch the totals table; a soft delete or restore moves one count. A table
+  whose counters no update can change (`store_fixed`: deliveries) has no UPDATE trigger, only
+  a row guard refusing a change of store.
+- Rows are locked in store id order, so two multi-store writes cannot deadlock on them.
+- TRUNCATE of the counted table empties the totals table.
+"""
+
+from dataclasses import dataclass
+
+from django.db import connection
+
+# Each counted table has one trigger (and function) per event, named <table>_totals_<event>.
+TRIGGER_EVENTS = ("insert", "update", "delete", "truncate")
+
+
+@dataclass(frozen=True)
+class ListTotals:
+    table: str  # the counted table
+    totals_table: str  # its totals: store_id (primary key) and one bigint per counter
+    counters: tuple[tuple[str, str], ...]  # (counter column, SQL condition on a counted row)
+    # The counters depend on no column an UPDATE may change, and a row never changes store:
+    # no UPDATE trigger (none of its cost on every update), and a row-level guard refuses an
+    # UPDATE of store_id instead.
+    store_fixed: bool = False
+
+    @property
+    def _columns(self) -> str:
+        return ", ".join(column for column, _ in self.counters)
+
+    def _counts(self, rows: str, sign: str = "") -> str:
+        """Per store: the store id and each counter's count among `rows`."""
+        counts = ", ".join(
+            f"{sign}COUNT(*) FILTER (WHERE {condition}) AS {column}"
+            for column, condition in self.counters
+        )
+        return f"SELECT store_id, {counts} FROM {rows} GROUP BY store_id"  # noqa: S608
+
+    def _upsert(self, select: str) -> str:
+        added = ", ".join(
+            f"{column} = {self.totals_table}.{column} + EXCLUDED.{column}"
+            for column, _ in self.counters
+        )
+        return (
+            f"INSERT INTO {self.totals_table} (store_id, {self._columns}) {select} "
+            f"ON CONFLICT (store_id) DO UPDATE SET {added}"
+        )
+
+    def _function(self, event: str, body: str) -> str:
+        return (
+            f"CREATE FUNCTION {self.table}_totals_{event}() RETURNS trigger "
+            f"LANGUAGE plpgsql AS $$ BEGIN {body} RETURN NULL; END $$"
+        )
+
+    def create_sql(self) -> list[str]:
+        """The trigger functions and triggers; then `backfill_sql` in the same transaction."""
+        on_insert = self._upsert(f"{self._counts('new_rows')} ORDER BY store_id") + ";"
+        net = ", ".join(f"SUM({column})::bigint" for column, _ in self.counters)
+        changed = " OR ".join(f"SUM({column}) <> 0" for column, _ in self.counters)
+        changes = f"{self._counts('new_rows')} UNION ALL {self._counts('old_rows', '-')}"
+        net_changes = (
+            f"SELECT store_id, {net} FROM ({changes}) AS changes "  # noqa: S608
+            f"GROUP BY store_id HAVING {changed} ORDER BY store_id"
+        )
+        # Most updates change no total: they do not touch the totals table at all (no lock).
+        on_update = f"IF EXISTS ({net_changes}) THEN {self._upsert(net_changes)}; END IF;"
+        subtracted = ", ".join(
+            f"{column} = totals.{column} - gone.{column}" for column, _ in self.counters
+        )
+        on_delete = (
+            f"PERFORM 1 FROM {self.totals_table} WHERE store_id IN "  # noqa: S608
+            f"(SELECT store_id FROM old_rows) ORDER BY store_id FOR UPDATE; "
+            f"UPDATE {self.totals_table} AS totals SET {subtracted} "
+            f"FROM ({self._counts('old_rows')}) AS gone WHERE totals.store_id = gone.store_id;"
+        )
+        on_truncate = f"DELETE FROM {self.totals_table};"  # noqa: S608
+        trigger = f"CREATE TRIGGER {self.table}_totals_%s AFTER %s ON {self.table} "
+        function = f"FOR EACH STATEMENT EXECUTE FUNCTION {self.table}_totals_%s()"
+        if self.store_fixed:
+            # Evaluated by the WHEN clause per row, the function called only for a move.
+            update_function = self._function(
+                "update",
+                f"RAISE EXCEPTION 'the store of a {self.table} row cannot change' "
+                "USING ERRCODE = 'integrity_constraint_violation';",
+            )
+            update_trigger = (
+                f"CREATE TRIGGER {self.table}_totals_update BEFORE UPDATE OF store_id "
+                f"ON {self.table} FOR EACH ROW "
+                "WHEN (OLD.store_id IS DISTINCT FROM NEW.store_id) "
+                f"EXECUTE FUNCTION {self.table}_totals_update()"
+            )
+        else:
+            update_function = self._function("update", on_update)
+            update_trigger = (
+                trigger % ("update", "UPDATE")
+                + "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+                + function % "update"
+            )
+        return [
+            self._function("insert", on_insert),
+            update_function,
+            self._function("delete", on_delete),
+            self._function("truncate", on_truncate),
+            trigger % ("insert", "INSERT")
+            + "REFERENCING NEW TABLE AS new_rows "
+            + function % "insert",
+            update_trigger,
+            trigger % ("delete", "DELETE")
+            + "REFERENCING OLD TABLE AS old_rows "
+            + function % "delete",
+            trigger % ("truncate", "TRUNCATE") + function % "truncate",
+        ]
+
+    def drop_sql(self) -> list[str]:
+        return [
+            *(f"DROP TRIGGER {self.table}_totals_{e} ON {self.table}" for e in TRIGGER_EVENTS),
+            *(f"DROP FUNCTION {self.table}_totals_{e}()" for e in TRIGGER_EVENTS),
+        ]
+
+    def backfill_sql(self) -> str:
+        """Every store's totals from its rows (into an empty totals table)."""
+        return (
+            f"INSERT INTO {self.totals_table} (store_id, {self._columns}) "
+            f"{self._counts(self.table)}"
+        )
+
+    def recount(self, *, store_id: int | None = None) -> list[dict]:
+        """Recomputes the totals (every store's, or one store's) and repairs them; returns the
+        drift found: one `{store_id, counter, stored, actual}` per wrong counter.
+
+        Inside a transaction. EXCLUSIVE on the totals table waits for the writers whose
+        triggers already ran to commit (their rows are then counted) and makes the others'
+        triggers wait (they apply their change on top of the repaired value); readers are not
+        blocked. Not SHARE ROW EXCLUSIVE: a delete's trigger locks its rows (FOR UPDATE, a
+        ROW SHARE table lock that mode lets through) before updating them, and would deadlock
+        with the repair of the same row.
+        """
+        where = "WHERE store_id = %(store)s" if store_id is not None else ""
+        columns = [column for column, _ in self.counters]
+        with connection.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {self.totals_table} IN EXCLUSIVE MODE")
+            cursor.execute(
+                f"SELECT store_id, {self._columns} FROM {self.totals_table} {where}",  # noqa: S608
+                {"store": store_id},
+            )
+            stored = {row[0]: row[1:] for row in cursor.fetchall()}
+            cursor.execute(
+                f"SELECT store_id, {', '.join(f'COUNT(*) FILTER (WHERE {c})' for _, c in self.counters)} "  # noqa: S608, E501
+                f"FROM {self.table} {where} GROUP BY store_id",
+                {"store": store_id},
+            )
+            actual = {row[0]: row[1:] for row in cursor.fetchall()}
+            zero = (0,) * len(columns)
+            drift = [
+                {"store_id": store, "counter": column, "stored": was, "actual": now}
+                for store in sorted(stored.keys() | actual.keys())
+                for column, was, now in zip(
+                    columns, stored.get(store, zero), actual.get(store, zero), strict=True
+                )
+                if was != now
+            ]
+            for store in sorted({entry["store_id"] for entry in drift}):
+                values = actual.get(store, zero)
+                assignments = ", ".join(f"{column} = EXCLUDED.{column}" for column in columns)
+                cursor.execute(
+                    f"INSERT INTO {self.totals_table} (store_id, {self._columns}) "  # noqa: S608
+                    f"VALUES (%s, {', '.join(['%s'] * len(columns))}) "
+                    f"ON CONFLICT (store_id) DO UPDATE SET {assignments}",
+                    [store, *values],
+                )
+        return drift
