@@ -9,7 +9,11 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.factories import MembershipFactory, make_api_key
 
-STATEMENTS = {"storefront_live_api_key", "storefront_membership_for_slug"}
+STATEMENTS = {
+    "storefront_live_api_key",
+    "storefront_membership_for_slug",
+    "storefront_coupon_page_without",
+}
 
 
 def prepared_in_session() -> set[str]:

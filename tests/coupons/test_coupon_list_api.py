@@ -162,7 +162,14 @@ def list_queries(client, query):
     return response.json(), [q["sql"] for q in queries]
 
 
-def test_total_comes_with_the_page_in_one_statement(store, auth_client):
+@pytest.fixture
+def statements_as_sent(settings):
+    """The statements' SQL as text in the captured queries, not EXECUTEs of prepared ones
+    (config/db.py; tests/api/test_prepared_statements.py covers those)."""
+    settings.DATABASE_PREPARED_STATEMENTS = False
+
+
+def test_total_comes_with_the_page_in_one_statement(store, auth_client, statements_as_sent):
     CouponFactory.create_batch(20, store=store)
     CouponFactory(store=store, deleted_at=timezone.now())
     auth_client.get("/api/v1/coupons")  # warm caches
@@ -175,14 +182,14 @@ def test_total_comes_with_the_page_in_one_statement(store, auth_client):
     assert "COUNT(" not in coupon_queries[0]
 
 
-def test_page_past_the_end_counts_on_its_own(store, auth_client):
+def test_page_past_the_end_counts_on_its_own(store, auth_client, statements_as_sent):
     CouponFactory.create_batch(3, store=store)
     body, queries = list_queries(auth_client, "?limit=2&page=3")
     assert body["data"] == [] and body["meta"]["total"] == 3 and body["meta"]["last_page"] == 2
     assert len([q for q in queries if "coupons_coupon" in q]) == 2
 
 
-def test_empty_list_needs_no_count(store, auth_client):
+def test_empty_list_needs_no_count(store, auth_client, statements_as_sent):
     CouponFactory(store=store, deleted_at=timezone.now())
     body, queries = list_queries(auth_client, "")
     assert body["data"] == [] and body["meta"]["total"] == 0 and body["meta"]["last_page"] == 1
