@@ -23,6 +23,7 @@ from django.test import Client
 from config.beat import LockedScheduler
 from config.celery import app
 from config.settings.health import worker_heartbeat_schedule
+from tests.api.test_settings import production_environment, settings_of
 from tests.webhooks.conftest import BASE_DIR, CeleryWorker, wait_until
 
 QUEUES = ("webhooks", "maintenance")
@@ -71,6 +72,8 @@ class QueueWorker(CeleryWorker):
             command += ["-B", "--schedule", str(self.log_dir / "beat")]
         if self.queues:
             command += ["-Q", ",".join(self.queues)]
+        # Its own node name: two workers of one test run side by side on this host.
+        command += ["-n", f"{self.log_dir.name}@%h"]
         command += ["--concurrency=1", "--without-gossip", "--without-mingle"]
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
@@ -215,3 +218,19 @@ def test_an_unconsumed_queue_holds_one_heartbeat_per_expiry_not_one_per_interval
         assert all(apart.total_seconds() >= 1 for apart in sent_apart), sent_apart
         # the argument names the queue the worker records
         assert json.loads(base64.b64decode(waiting[0]["body"]))[0] == [queue]
+
+
+def test_the_interval_comes_from_the_environment_and_each_queue_gets_its_entry():
+    names = ("WORKER_HEARTBEAT_SECONDS", "HEALTH_BEAT_SCHEDULE")
+    default = settings_of(production_environment(WORKER_HEARTBEAT_SECONDS=None), *names)
+    assert default["WORKER_HEARTBEAT_SECONDS"] == 30
+    configured = settings_of(production_environment(WORKER_HEARTBEAT_SECONDS="45"), *names)
+    assert configured["HEALTH_BEAT_SCHEDULE"] == {
+        f"worker-heartbeat-{queue}": {
+            "task": "health.worker_heartbeat",
+            "schedule": 45,
+            "args": [queue],
+            "options": {"queue": queue, "expires": 900},
+        }
+        for queue in QUEUES
+    }
