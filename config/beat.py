@@ -16,6 +16,8 @@ from celery.beat import PersistentScheduler
 from django.conf import settings
 from django.core.cache import cache
 
+from config.worker_heartbeat import WORKER_HEARTBEAT_TASK, worker_heartbeat_claim
+
 logger = logging.getLogger(__name__)
 
 BEAT_LOCK_KEY = "storefront:beat:lock"
@@ -123,6 +125,14 @@ class LockedScheduler(PersistentScheduler):
             logger.warning("beat: could not record the heartbeat", exc_info=True)
         # Wake at least once per interval, to renew the lock well before it expires.
         return min(super().tick(*args, **kwargs), interval)
+
+    def apply_async(self, entry, producer=None, advance=True, **kwargs):
+        if entry.task == WORKER_HEARTBEAT_TASK and not worker_heartbeat_claim(
+            entry.options["queue"], entry.options["expires"]
+        ):
+            # The previous heartbeat still waits on that queue: another would only pile up.
+            return None
+        return super().apply_async(entry, producer=producer, advance=advance, **kwargs)
 
     def close(self):
         try:

@@ -17,6 +17,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from config.beat import beat_heartbeat_last
+from config.worker_heartbeat import worker_heartbeat_last
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,25 @@ def beat_check() -> dict:
     }
 
 
+def worker_check(queue: str):
+    """The heartbeat of whichever worker consumes `queue` (beat sends one each interval)."""
+
+    def check() -> dict:
+        last = worker_heartbeat_last(queue)
+        if last is None:
+            return {"status": "never_seen", "seconds_since_heartbeat": None}
+        silent = max(0.0, time.time() - float(last))
+        # Two intervals, as for beat, plus one beat tick: the heartbeat is sent by beat, whose
+        # own delays (a lock renewal, a standby taking over) are reported as beat's.
+        stale_after = 2 * settings.WORKER_HEARTBEAT_SECONDS + settings.BEAT_HEARTBEAT_SECONDS
+        return {
+            "status": OK if silent <= stale_after else "stale",
+            "seconds_since_heartbeat": round(silent, 1),
+        }
+
+    return check
+
+
 def webhook_backlog_check() -> dict:
     from webhooks.models import WebhookDelivery
 
@@ -121,6 +141,7 @@ READINESS_CHECKS = {
 STATUS_CHECKS = {
     **READINESS_CHECKS,
     "beat": beat_check,
+    **{f"worker_{queue}": worker_check(queue) for queue in settings.WORKER_HEARTBEAT_QUEUES},
     "webhook_backlog": _using_database(webhook_backlog_check),
 }
 

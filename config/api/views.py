@@ -136,6 +136,7 @@ def readyz(request):
 
 @require_get
 def status(request):
-    """For operators and alerting: readiness plus beat's heartbeat and the webhook backlog.
-    Not a readiness probe: a silent beat must page someone, not take the web out of service."""
+    """For operators and alerting: readiness plus the heartbeats of beat and of each queue's
+    workers, and the webhook backlog. Not a readiness probe: a silent beat or an unconsumed
+    queue must page someone, not take the web out of service."""
     return _probe_response(health.STATUS_CHECKS)

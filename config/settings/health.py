@@ -1,8 +1,9 @@
 """Settings of health, beat and queues, imported by base.py; read from the environment.
 
 Probes: /healthz (liveness), /readyz (database, migrations, cache, broker), /status (readiness
-plus beat's heartbeat and the webhook backlog, for alerting). Beat holds a lock while it
-schedules (config/beat.py). Webhook sends and maintenance run on separate queues.
+plus the heartbeats of beat and of each queue's workers, and the webhook backlog, for
+alerting). Beat holds a lock while it schedules (config/beat.py). Webhook sends and maintenance
+run on separate queues.
 """
 
 from kombu import Exchange, Queue
@@ -37,3 +38,30 @@ CELERY_TASK_QUEUES = tuple(
 )
 CELERY_TASK_DEFAULT_QUEUE = MAINTENANCE_QUEUE
 CELERY_TASK_ROUTES = {"webhooks.*": {"queue": WEBHOOKS_QUEUE}}
+
+# Beat sends a heartbeat task to each queue this often; the worker that takes it records the
+# time (config/worker_heartbeat.py). /status reports a queue's workers stale after two intervals
+# plus one beat tick of silence.
+WORKER_HEARTBEAT_SECONDS = env.seconds("WORKER_HEARTBEAT_SECONDS", 30)
+WORKER_HEARTBEAT_QUEUES = (WEBHOOKS_QUEUE, MAINTENANCE_QUEUE)
+# A heartbeat not taken within this many intervals expires and beat sends another: a queue
+# nobody consumes holds at most one per period (about 144 a day at 30 s), not one per interval.
+WORKER_HEARTBEAT_EXPIRES_INTERVALS = 20
+
+
+def worker_heartbeat_schedule(interval: float) -> dict:
+    """Beat's entries: one heartbeat per queue, sent to that queue whatever the routes say."""
+    return {
+        f"worker-heartbeat-{queue}": {
+            "task": "health.worker_heartbeat",
+            "schedule": interval,
+            "args": (queue,),
+            "options": {"queue": queue, "expires": WORKER_HEARTBEAT_EXPIRES_INTERVALS * interval},
+        }
+        for queue in WORKER_HEARTBEAT_QUEUES
+    }
+
+
+HEALTH_BEAT_SCHEDULE = worker_heartbeat_schedule(WORKER_HEARTBEAT_SECONDS)
+# Not an app's tasks.py (autodiscovery does not find it): the workers import it at start.
+CELERY_IMPORTS = ("config.worker_heartbeat",)

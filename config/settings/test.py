@@ -9,7 +9,8 @@ os.environ.setdefault(
 )
 
 from config.settings.base import *  # noqa: F403
-from config.settings.base import DATABASES, REDIS_URL
+from config.settings.base import CELERY_BEAT_SCHEDULE, DATABASES, REDIS_URL
+from config.settings.health import worker_heartbeat_schedule
 
 if not DATABASES["default"]["ENGINE"].endswith(".postgresql") or not REDIS_URL:
     raise RuntimeError(
@@ -33,3 +34,9 @@ CSRF_COOKIE_SECURE = False
 # new beat must take the scheduling lock within seconds, not after a production-length TTL.
 BEAT_HEARTBEAT_SECONDS = 0.5
 BEAT_LOCK_SECONDS = 2
+# Workers started by the suite (with -B) record their heartbeats within a second.
+WORKER_HEARTBEAT_SECONDS = 0.5
+CELERY_BEAT_SCHEDULE = {
+    **CELERY_BEAT_SCHEDULE,
+    **worker_heartbeat_schedule(WORKER_HEARTBEAT_SECONDS),
+}

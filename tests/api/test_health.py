@@ -1,5 +1,6 @@
 """Probes against the real services: /healthz (liveness), /readyz (database, migrations, cache,
-broker) and /status (plus beat's heartbeat and the webhook backlog).
+broker) and /status (plus the heartbeats of beat and the workers, and the webhook backlog; the
+workers' are tested with real workers in test_worker_heartbeat.py).
 
 Outages are made on this test's own Redis (a redis-server started and stopped here) or by
 pointing a setting at a dead port; the suite's shared PostgreSQL and Redis stay up.
@@ -19,6 +20,7 @@ from django.utils import timezone
 
 from config.beat import LockedScheduler
 from config.celery import app
+from config.worker_heartbeat import worker_heartbeat_task
 from tests.api.test_settings import production_environment, settings_of
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
@@ -225,6 +227,12 @@ def make_scheduler(tmp_path, name):
     return LockedScheduler(app=app, schedule_filename=str(tmp_path / name), lazy=False)
 
 
+def workers_took_their_heartbeats():
+    """What a worker on each queue does with beat's heartbeat (run here, in process)."""
+    for queue in ("webhooks", "maintenance"):
+        worker_heartbeat_task(queue)
+
+
 @pytest.mark.django_db
 def test_status_reports_beat_ok_after_a_tick_and_stale_after_two_silent_intervals(
     settings, tmp_path
@@ -238,11 +246,13 @@ def test_status_reports_beat_ok_after_a_tick_and_stale_after_two_silent_interval
     scheduler = make_scheduler(tmp_path, "beat")
     try:
         scheduler.tick()
+        workers_took_their_heartbeats()
         status, body = get_json("/status")
         assert status == 200, body
         assert body["checks"]["beat"]["status"] == "ok"
-        # when it stays silent for more than two intervals
+        # when it stays silent for more than two intervals (the workers still answering)
         time.sleep(0.7)
+        workers_took_their_heartbeats()
         status, body = get_json("/status")
         assert status == 503
         assert body["failing"] == ["beat"]
@@ -267,7 +277,8 @@ def test_status_reports_a_webhook_backlog_older_than_the_configured_age(settings
     settings.HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS = 120
     scheduler = make_scheduler(tmp_path, "beat")
     try:
-        scheduler.tick()  # a live beat: only the backlog is under test
+        scheduler.tick()  # a live beat and workers: only the backlog is under test
+        workers_took_their_heartbeats()
         store = StoreFactory()
         first, second = old_events(store, 2, age_days=0)
         delivery_due(store, first, due_seconds_ago=30)

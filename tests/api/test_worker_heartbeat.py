@@ -1,0 +1,236 @@
+"""/status reports whether some worker consumes each queue (a heartbeat per queue).
+
+Beat sends `health.worker_heartbeat` to each queue every WORKER_HEARTBEAT_SECONDS (0.5 s in the
+test settings); the worker that takes it records the time. The workers here are real
+`celery -A config worker` processes on the suite's PostgreSQL and Redis, with or without `-Q`
+and an embedded beat (-B); the queues are read from the broker's Redis lists.
+"""
+
+import base64
+import json
+import subprocess
+import sys
+import time
+from datetime import datetime
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings
+from django.test import Client
+
+from config.beat import LockedScheduler
+from config.celery import app
+from config.settings.health import worker_heartbeat_schedule
+from tests.api.test_settings import production_environment, settings_of
+from tests.webhooks.conftest import BASE_DIR, CeleryWorker, wait_until
+
+QUEUES = ("webhooks", "maintenance")
+
+
+def status():
+    response = Client().get("/status")
+    return response.status_code, response.json()
+
+
+def worker_checks():
+    return {queue: status()[1]["checks"][f"worker_{queue}"] for queue in QUEUES}
+
+
+def stale_after():
+    return 2 * settings.WORKER_HEARTBEAT_SECONDS + settings.BEAT_HEARTBEAT_SECONDS
+
+
+@pytest.fixture
+def broker():
+    """The broker's Redis with empty queues (kombu keeps each queue as a list of messages)."""
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    client.delete(*QUEUES)
+    yield client
+    client.delete(*QUEUES)
+
+
+def waiting_heartbeats(broker, queue):
+    """The heartbeat messages waiting in `queue`, oldest first."""
+    messages = [json.loads(raw) for raw in reversed(broker.lrange(queue, 0, -1))]
+    return [m for m in messages if m["headers"]["task"] == "health.worker_heartbeat"]
+
+
+class QueueWorker(CeleryWorker):
+    """The suite's worker, consuming only `queues` (all when None), with or without beat."""
+
+    def __init__(self, log_dir: Path, queues=None, beat=True):
+        super().__init__(log_dir, concurrency=1)
+        self.queues = queues
+        self.beat = beat
+
+    def start(self):
+        self.log_path = self.log_dir / "worker.log"
+        command = [str(Path(sys.executable).parent / "celery"), "-A", "config", "worker"]
+        if self.beat:
+            command += ["-B", "--schedule", str(self.log_dir / "beat")]
+        if self.queues:
+            command += ["-Q", ",".join(self.queues)]
+        # Its own node name: two workers of one test run side by side on this host.
+        command += ["-n", f"{self.log_dir.name}@%h"]
+        command += ["--concurrency=1", "--without-gossip", "--without-mingle"]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                command,
+                cwd=BASE_DIR,
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_until(
+            lambda: b"ready." in self.log_path.read_bytes() or self.process.poll() is not None,
+            timeout=60,
+            message="celery worker start",
+        )
+        assert self.process.poll() is None, self.log_path.read_text()[-3000:]
+
+
+@pytest.fixture
+def start_worker(tmp_path, broker):
+    workers = []
+
+    def start(name, **options):
+        log_dir = tmp_path / name
+        log_dir.mkdir()
+        worker = QueueWorker(log_dir, **options)
+        workers.append(worker)
+        worker.start()
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
+
+
+# --- with real workers ------------------------------------------------------------------------
+
+
+@pytest.mark.worker
+@pytest.mark.django_db
+def test_a_worker_on_both_queues_makes_both_ok_and_both_go_stale_when_it_stops(start_worker):
+    # before any worker took a heartbeat
+    assert worker_checks() == {
+        queue: {"status": "never_seen", "seconds_since_heartbeat": None} for queue in QUEUES
+    }
+    # a worker consuming every queue, with the beat that sends the heartbeats
+    worker = start_worker("both")
+    wait_until(
+        lambda: all(check["status"] == "ok" for check in worker_checks().values()),
+        timeout=30,
+        message="both queues' heartbeats ok",
+    )
+    code, body = status()
+    assert code == 200, body
+    assert body["checks"]["worker_webhooks"]["seconds_since_heartbeat"] <= stale_after()
+
+    # when the worker (and its beat) stops: silent for more than two intervals plus a tick
+    worker.stop()
+    time.sleep(stale_after() + 0.3)
+    code, body = status()
+    assert code == 503
+    assert {"worker_webhooks", "worker_maintenance"} <= set(body["failing"])
+    for queue in QUEUES:
+        check = body["checks"][f"worker_{queue}"]
+        assert check["status"] == "stale"
+        assert check["seconds_since_heartbeat"] > stale_after()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db
+def test_a_worker_consuming_only_webhooks_leaves_maintenance_never_seen(start_worker, broker):
+    start_worker("webhooks-only", queues=["webhooks"])
+    wait_until(
+        lambda: worker_checks()["webhooks"]["status"] == "ok",
+        timeout=30,
+        message="webhooks heartbeat ok",
+    )
+    # several intervals later, nothing consumed `maintenance`
+    time.sleep(stale_after() + 0.3)
+    code, body = status()
+    assert code == 503
+    assert body["failing"] == ["worker_maintenance"]
+    assert body["checks"]["worker_webhooks"]["status"] == "ok"
+    assert body["checks"]["worker_maintenance"] == {
+        "status": "never_seen",
+        "seconds_since_heartbeat": None,
+    }
+    # beat sent `maintenance` one heartbeat, not one per interval: it is still waiting
+    assert len(waiting_heartbeats(broker, "maintenance")) == 1
+
+    # when a worker starts consuming `maintenance`, it takes it
+    start_worker("maintenance-only", queues=["maintenance"], beat=False)
+    wait_until(
+        lambda: worker_checks()["maintenance"]["status"] == "ok",
+        timeout=30,
+        message="maintenance heartbeat ok",
+    )
+    assert status()[0] == 200
+
+
+# --- beat's side, with no worker --------------------------------------------------------------
+
+
+@pytest.fixture
+def heartbeat_schedule():
+    """Only the heartbeats, every 0.2 s, expiring after 1 s."""
+    schedule = worker_heartbeat_schedule(0.2)
+    for entry in schedule.values():
+        entry["options"]["expires"] = 1
+    configured = app.conf.beat_schedule
+    app.conf.beat_schedule = schedule
+    yield
+    app.conf.beat_schedule = configured
+
+
+@pytest.fixture
+def beat(tmp_path, heartbeat_schedule):
+    scheduler = LockedScheduler(app=app, schedule_filename=str(tmp_path / "beat"), lazy=False)
+    yield scheduler
+    scheduler.close()
+
+
+def tick_for(seconds, beat):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        beat.tick()
+        time.sleep(0.05)
+
+
+def test_an_unconsumed_queue_holds_one_heartbeat_per_expiry_not_one_per_interval(beat, broker):
+    # 2.5 s at one heartbeat per 0.2 s would be 12 per queue; each expires after 1 s
+    tick_for(2.5, beat)
+    for queue in QUEUES:
+        waiting = waiting_heartbeats(broker, queue)
+        assert 2 <= len(waiting) <= 3, (queue, len(waiting))
+        # each carries its expiry, so a worker that comes back discards the older ones
+        sent_apart = [
+            datetime.fromisoformat(later["headers"]["expires"])
+            - datetime.fromisoformat(earlier["headers"]["expires"])
+            for earlier, later in pairwise(waiting)
+        ]
+        assert all(apart.total_seconds() >= 1 for apart in sent_apart), sent_apart
+        # the argument names the queue the worker records
+        assert json.loads(base64.b64decode(waiting[0]["body"]))[0] == [queue]
+
+
+def test_the_interval_comes_from_the_environment_and_each_queue_gets_its_entry():
+    names = ("WORKER_HEARTBEAT_SECONDS", "HEALTH_BEAT_SCHEDULE")
+    default = settings_of(production_environment(WORKER_HEARTBEAT_SECONDS=None), *names)
+    assert default["WORKER_HEARTBEAT_SECONDS"] == 30
+    configured = settings_of(production_environment(WORKER_HEARTBEAT_SECONDS="45"), *names)
+    assert configured["HEALTH_BEAT_SCHEDULE"] == {
+        f"worker-heartbeat-{queue}": {
+            "task": "health.worker_heartbeat",
+            "schedule": 45,
+            "args": [queue],
+            "options": {"queue": queue, "expires": 900},
+        }
+        for queue in QUEUES
+    }
