@@ -8,8 +8,6 @@ import json
 import time
 
 import pytest
-import redis
-from django.conf import settings
 
 from config.api.tasks import idempotency_keys_prune_task
 from config.beat import LockedScheduler
@@ -19,15 +17,6 @@ from oauth_cli.tasks import oauth_prune_task
 from webhooks.tasks import deliveries_sweep_task, delivery_send_task, destination_drain_task
 
 QUEUES = ("webhooks", "maintenance", "celery")
-
-
-@pytest.fixture
-def broker():
-    """The broker's Redis with empty queues (kombu keeps each queue as a list of messages)."""
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete(*QUEUES)
-    yield client
-    client.delete(*QUEUES)
 
 
 def queued_tasks(broker, queue):

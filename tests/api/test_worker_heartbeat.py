@@ -8,15 +8,11 @@ and an embedded beat (-B); the queues are read from the broker's Redis lists.
 
 import base64
 import json
-import subprocess
-import sys
 import time
 from datetime import datetime
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
-import redis
 from django.conf import settings
 from django.test import Client
 
@@ -24,7 +20,7 @@ from config.beat import LockedScheduler
 from config.celery import app
 from config.settings.health import worker_heartbeat_schedule
 from tests.api.test_settings import production_environment, settings_of
-from tests.webhooks.conftest import BASE_DIR, CeleryWorker, wait_until
+from tests.webhooks.conftest import CeleryWorker, wait_until
 
 QUEUES = ("webhooks", "maintenance")
 
@@ -42,54 +38,10 @@ def stale_after():
     return 2 * settings.WORKER_HEARTBEAT_SECONDS + settings.BEAT_HEARTBEAT_SECONDS
 
 
-@pytest.fixture
-def broker():
-    """The broker's Redis with empty queues (kombu keeps each queue as a list of messages)."""
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    client.delete(*QUEUES)
-    yield client
-    client.delete(*QUEUES)
-
-
 def waiting_heartbeats(broker, queue):
     """The heartbeat messages waiting in `queue`, oldest first."""
     messages = [json.loads(raw) for raw in reversed(broker.lrange(queue, 0, -1))]
     return [m for m in messages if m["headers"]["task"] == "health.worker_heartbeat"]
-
-
-class QueueWorker(CeleryWorker):
-    """The suite's worker, consuming only `queues` (all when None), with or without beat."""
-
-    def __init__(self, log_dir: Path, queues=None, beat=True):
-        super().__init__(log_dir, concurrency=1)
-        self.queues = queues
-        self.beat = beat
-
-    def start(self):
-        self.log_path = self.log_dir / "worker.log"
-        command = [str(Path(sys.executable).parent / "celery"), "-A", "config", "worker"]
-        if self.beat:
-            command += ["-B", "--schedule", str(self.log_dir / "beat")]
-        if self.queues:
-            command += ["-Q", ",".join(self.queues)]
-        # Its own node name: two workers of one test run side by side on this host.
-        command += ["-n", f"{self.log_dir.name}@%h"]
-        command += ["--concurrency=1", "--without-gossip", "--without-mingle"]
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                command,
-                cwd=BASE_DIR,
-                env=self.env(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_until(
-            lambda: b"ready." in self.log_path.read_bytes() or self.process.poll() is not None,
-            timeout=60,
-            message="celery worker start",
-        )
-        assert self.process.poll() is None, self.log_path.read_text()[-3000:]
 
 
 @pytest.fixture
@@ -99,7 +51,7 @@ def start_worker(tmp_path, broker):
     def start(name, **options):
         log_dir = tmp_path / name
         log_dir.mkdir()
-        worker = QueueWorker(log_dir, **options)
+        worker = CeleryWorker(log_dir, concurrency=1, **options)
         workers.append(worker)
         worker.start()
         return worker

@@ -152,9 +152,13 @@ WORKER_ENV = {
 class CeleryWorker:
     """`celery -A config worker -B` in its own process group, on the test database."""
 
-    def __init__(self, log_dir: Path, concurrency: int = 2):
+    def __init__(self, log_dir: Path, concurrency: int = 2, queues=None, beat: bool = True):
+        """`queues`: consumed only these (`-Q`; all when None); `beat`: with an embedded
+        beat (`-B`)."""
         self.log_dir = log_dir
         self.concurrency = concurrency
+        self.queues = queues
+        self.beat = beat
         self.process: subprocess.Popen | None = None
         self.starts = 0
 
@@ -176,14 +180,15 @@ class CeleryWorker:
         self.starts += 1
         log_path = self.log_dir / f"worker-{self.starts}.log"
         self.log_path = log_path
-        command = [
-            str(Path(sys.executable).parent / "celery"),
-            "-A",
-            "config",
-            "worker",
-            "-B",
-            "--schedule",
-            str(self.log_dir / f"beat-{self.starts}"),
+        command = [str(Path(sys.executable).parent / "celery"), "-A", "config", "worker"]
+        if self.beat:
+            command += ["-B", "--schedule", str(self.log_dir / f"beat-{self.starts}")]
+        if self.queues:
+            command += ["-Q", ",".join(self.queues)]
+        command += [
+            # Its own node name: two workers of one test may run side by side on this host.
+            "-n",
+            f"{self.log_dir.name}-{self.starts}@%h",
             "--loglevel=INFO",
             f"--concurrency={self.concurrency}",
             "--without-gossip",
