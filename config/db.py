@@ -9,18 +9,26 @@ run by Django's ordinary cursor.
 
 A session keeps its prepared statements until it ends (a ROLLBACK does not drop them); the
 statements prepared on each psycopg connection are remembered beside it, so a new connection
-(CONN_MAX_AGE expiry, a reconnect) prepares again. A pooler that resets sessions behind our back
-(PgBouncer in transaction mode, DISCARD ALL) would make EXECUTE fail: behind one, set
-DATABASE_PREPARED_STATEMENTS=false and the same SQL is sent as is.
+(CONN_MAX_AGE expiry, a reconnect) prepares again. Outside a transaction, a session that lost
+its statements (DISCARD ALL by a pooler in session mode) or a statement whose plan no longer
+fits (a migration changed the type of a column it returns: "cached plan must not change result
+type") is prepared again and run once more; inside a transaction the error stands, as the
+transaction is already aborted. PgBouncer in transaction mode can send each statement to
+another server session: behind it set DATABASE_PREPARED_STATEMENTS=false, and the same SQL is
+sent as is.
 """
 
 import re
 import weakref
 
 from django.conf import settings
+from django.db import NotSupportedError, ProgrammingError
 
 _PLACEHOLDER = re.compile(r"%(?:\((\w+)\))?s")
 _prepared_by_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# PostgreSQL's answers to EXECUTE when the session no longer has a usable statement: not
+# prepared here (26000), or its cached plan's result type changed (0A000).
+STATEMENT_LOST_SQLSTATES = {"26000", "0A000"}
 
 
 class PreparedStatement:
@@ -52,4 +60,15 @@ class PreparedStatement:
             prepared.add(self.name)
         if self._param_names is not None:
             params = [params[name] for name in self._param_names]
-        cursor.execute(self._execute_sql, params)
+        try:
+            cursor.execute(self._execute_sql, params)
+        except (ProgrammingError, NotSupportedError) as error:
+            lost = getattr(error.__cause__, "sqlstate", None) in STATEMENT_LOST_SQLSTATES
+            if not lost or cursor.db.in_atomic_block:
+                raise
+            # Forget what this session had (a reset took all of it) and prepare afresh.
+            cursor.execute("DEALLOCATE ALL")
+            prepared.clear()
+            cursor.execute(self._prepare_sql)
+            prepared.add(self.name)
+            cursor.execute(self._execute_sql, params)

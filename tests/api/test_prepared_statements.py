@@ -4,9 +4,10 @@ session, and sent as plain SQL when DATABASE_PREPARED_STATEMENTS is off (behind 
 resets sessions)."""
 
 import pytest
-from django.db import connection, transaction
+from django.db import ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import ApiKey
 from tests.factories import MembershipFactory, make_api_key
 
 STATEMENTS = {
@@ -71,8 +72,6 @@ def test_a_rolled_back_transaction_keeps_the_session_s_statements(store_client):
 def test_a_revoked_key_fails_on_its_next_request_through_the_prepared_statement(
     client_for, user, store
 ):
-    from accounts.models import ApiKey
-
     client = client_for(make_api_key(user))
     assert client.get("/api/v2/me").status_code == 200
     ApiKey.objects.update(revoked_at="2026-01-01T00:00:00Z")
@@ -99,3 +98,48 @@ def test_another_users_store_slug_is_not_found_through_the_prepared_statement(
     for _ in range(3):  # first run prepares, later ones EXECUTE
         response = client.get("/api/v1/coupons")
         assert response.status_code == 403, response.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_that_lost_its_statements_prepares_them_again(store_client):
+    get_me_and_coupons(store_client)
+    with connection.cursor() as cursor:
+        cursor.execute("DISCARD ALL")  # what a pooler in session mode does between clients
+    assert not STATEMENTS & prepared_in_session()
+
+    get_me_and_coupons(store_client)
+
+    assert prepared_in_session() >= STATEMENTS
+
+
+@pytest.fixture
+def store_access_column_as_text():
+    """A migration that changes the type of a column the key lookup returns, undone after."""
+    column_type = f"varchar({ApiKey._meta.get_field('store_access').max_length})"
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE accounts_apikey ALTER COLUMN store_access TYPE text")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE accounts_apikey ALTER COLUMN store_access TYPE {column_type}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_whose_result_type_changed_is_prepared_again(request, store_client):
+    get_me_and_coupons(store_client)  # prepared with store_access as varchar
+    request.getfixturevalue("store_access_column_as_text")
+
+    # PostgreSQL refuses the old plan ("cached plan must not change result type"): prepared
+    # again, the request is answered
+    get_me_and_coupons(store_client)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_inside_a_transaction_a_lost_statement_is_an_error(store_client):
+    from accounts.selectors import _live_api_key_row
+
+    get_me_and_coupons(store_client)
+    with connection.cursor() as cursor:
+        cursor.execute("DISCARD ALL")
+    # the transaction is aborted by the failed EXECUTE: nothing to retry in it
+    with pytest.raises(ProgrammingError), transaction.atomic():
+        _live_api_key_row("0" * 64)
