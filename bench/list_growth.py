@@ -32,6 +32,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
+from django.test import override_settings  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
@@ -175,7 +176,12 @@ def main() -> None:
     )
     for resource, path, table in lists:
         for where, page in (("page 1", 1), ("last page", last[large])):
-            with CaptureQueriesContext(connection) as queries:
+            # The statements' text as the plain SQL they run, not an EXECUTE of a prepared
+            # statement (config/db.py), so that EXPLAIN shows their plans.
+            with (
+                override_settings(DATABASE_PREPARED_STATEMENTS=False),
+                CaptureQueriesContext(connection) as queries,
+            ):
                 client.get(
                     f"/api/{path}?limit={PER_PAGE}&page={page}",
                     HTTP_X_STORE=stores[large].slug,
