@@ -72,6 +72,23 @@ def bench_environment(repo: Path = REPO) -> dict[str, str]:
     return env
 
 
+def run_timing_in(repo: Path, script: str, *args: str) -> dict[str, float]:
+    """Runs a timing `script` (it prints one `label seconds` line per request) with checkout
+    `repo`'s code under the bench settings, in a process of its own; seconds per label."""
+    out = subprocess.run(
+        [str(repo / ".venv" / "bin" / "python"), "-c", script, *args],
+        env={**bench_environment(repo), "ALLOWED_HOSTS": "127.0.0.1"},
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return {
+        label: float(seconds)
+        for label, seconds in (line.rsplit(" ", 1) for line in out.splitlines())
+    }
+
+
 SEED = """
 import django
 django.setup()

@@ -15,10 +15,9 @@ The tables give the median over `--rounds` of each process's best time per reque
 
 import argparse
 import statistics
-import subprocess
 from pathlib import Path
 
-from coupons_list import PEER_PATH, PEER_TARGETS, REPO, bench_environment, seed
+from coupons_list import PEER_PATH, PEER_TARGETS, REPO, bench_environment, run_timing_in, seed
 
 TIMING = """
 import sys, timeit
@@ -45,16 +44,7 @@ URLS = [
 
 
 def time_checkout(repo: Path, key: str, token: str, urls: list) -> dict[str, float]:
-    env = bench_environment(repo)
-    out = subprocess.run(
-        [str(repo / ".venv" / "bin" / "python"), "-c", f"URLS = {urls!r}\n{TIMING}", key, token],
-        env={**env, "ALLOWED_HOSTS": "127.0.0.1"},
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return {label: float(seconds) for label, seconds in map(str.split, out.splitlines())}
+    return run_timing_in(repo, f"URLS = {urls!r}\n{TIMING}", key, token)
 
 
 def main() -> None:

@@ -15,10 +15,9 @@ median over rounds of the best per-request time of `--repeat` batches of 20 requ
 
 import argparse
 import statistics
-import subprocess
 from pathlib import Path
 
-from coupons_list import REPO, bench_environment, seed
+from coupons_list import REPO, bench_environment, run_timing_in, seed
 
 TIMING = """
 import sys, timeit
@@ -41,24 +40,7 @@ URLS = [
 
 
 def time_checkout(repo: Path, key: str, repeat: int) -> dict[str, float]:
-    env = bench_environment(repo)
-    out = subprocess.run(
-        [
-            str(repo / ".venv" / "bin" / "python"),
-            "-c",
-            f"URLS = {URLS!r}\nREPEAT = {repeat}\n{TIMING}",
-            key,
-        ],
-        env={**env, "ALLOWED_HOSTS": "127.0.0.1"},
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return {
-        label: float(seconds)
-        for label, seconds in (line.rsplit(" ", 1) for line in out.splitlines())
-    }
+    return run_timing_in(repo, f"URLS = {URLS!r}\nREPEAT = {repeat}\n{TIMING}", key)
 
 
 def main() -> None:
