@@ -11,7 +11,8 @@ API key, CLI refresh token minted through the real authorize + token flow, a web
 destination on a local receiver, 200 coupons), then starts:
 
 - gunicorn (2 sync workers), `celery worker` (prefork, 2 processes) and `celery beat`;
-- a webhook receiver process on 127.0.0.1 answering 200 and counting `webhook-id`s;
+- a webhook receiver process on 127.0.0.1 answering 200 and logging each `webhook-id`
+  (bench/webhook_receiver.py, as the webhook throughput bench uses);
 - one client thread per store, paced to `--rate` requests/s in all, each running a weighted mix:
   coupon list / create / update, event polls (following `next_cursor`), delivery list + replay,
   CLI token refreshes (the rotated refresh token is kept, as the CLI does);
@@ -45,13 +46,13 @@ import time
 import urllib.parse
 import uuid
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 WORKDIR = Path(tempfile.mkdtemp(prefix="soak-"))
 sys.path.insert(0, str(REPO))
+from webhook_receiver import receiver_main, requests_received  # noqa: E402
 
 # The driver and every server process share this environment (the driver seeds the database
 # and completes orders through the same settings the servers run with).
@@ -81,32 +82,6 @@ OPERATIONS = {  # weight in the mix of each client thread
     "token refresh": 10,
 }
 GROWTH_GOAL = 0.10
-
-
-# --- webhook receiver (own process, so its work is not the driver's GIL) ---------------------
-
-
-def receiver_main(port_queue, counter):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-            with counter.get_lock():
-                counter.value += 1
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    port_queue.put(server.server_address[1])
-    server.serve_forever()
 
 
 # --- seeding ----------------------------------------------------------------------------------
@@ -575,9 +550,9 @@ def main() -> None:
     from events.models import Event
     from webhooks.models import WebhookDelivery
 
-    counter = multiprocessing.Value("l", 0)
+    receiver_log = WORKDIR / "receiver.log"
     port_queue = multiprocessing.Queue()
-    receiver = multiprocessing.Process(target=receiver_main, args=(port_queue, counter))
+    receiver = multiprocessing.Process(target=receiver_main, args=(port_queue, receiver_log))
     receiver.daemon = True
     receiver.start()
     seeded = seed(args.threads, port_queue.get(timeout=10))
@@ -639,7 +614,7 @@ def main() -> None:
         args.minutes,
         drained_after,
         final_backlog,
-        counter.value,
+        len(requests_received(receiver_log)),
         events,
         deliveries,
     )

@@ -17,48 +17,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
+from webhook_receiver import arrivals, receiver_main  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 os.environ.setdefault("DEBUG", "0")
 # The receiver is a local server: the dev settings no longer allow it unless told to.
 os.environ.setdefault("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "true")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
-
-
-def receiver_main(port_queue, log_path):
-    log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # else a 40 ms delayed-ACK stall per reply
-
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-            log.write(f"{self.headers['webhook-id']} {time.time()}\n")
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    port_queue.put(server.server_address[1])
-    server.serve_forever()
-
-
-def arrivals(log_path) -> dict[str, float]:
-    seen = {}
-    for line in Path(log_path).read_text().splitlines():
-        event_id, at = line.split()
-        seen.setdefault(event_id, float(at))
-    return seen
 
 
 # --pool threads: each process executes tasks on this many threads (database and HTTP waits
