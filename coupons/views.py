@@ -21,7 +21,7 @@ from config.api.schema import (
 )
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
-from coupons.selectors import TRASHED_WITH, coupon_get, coupon_list, coupon_page, coupon_total
+from coupons.selectors import coupon_get, coupon_page, coupon_total
 from coupons.serializers import (
     COUPON_AMOUNT_CREATE_EXAMPLE,
     COUPON_CREATE_EXAMPLE,
@@ -87,7 +87,8 @@ class CouponViewSet(GenericViewSet):
     # No `update` action: PUT on a coupon is a 405 (the spec has PATCH only).
     permission_classes = [ApiKeyOnly, StorePermission]
     permission_area = "coupon"
-    queryset = Coupon.objects.none()  # the model, for the schema; requests use get_queryset()
+    # The model, for the schema; requests read through coupon_get and coupon_page.
+    queryset = Coupon.objects.none()
     serializer_class = CouponSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = CouponListFilter
@@ -95,10 +96,6 @@ class CouponViewSet(GenericViewSet):
     lookup_url_kwarg = "id"  # the spec's path parameter name
     lookup_value_regex = "[0-9]+"
     schema = RequiredBodySchema()
-
-    def get_queryset(self):
-        # Every coupon of the store; CouponListFilter decides which of them are listed.
-        return coupon_list(store=self.request.store, trashed=TRASHED_WITH)
 
     def get_object(self) -> Coupon:
         return coupon_get(store=self.request.store, coupon_id=int(self.kwargs["id"]))

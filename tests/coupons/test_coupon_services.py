@@ -112,6 +112,17 @@ def test_live_code_uniqueness_is_enforced_by_the_database_too():
         CouponFactory(store=coupon.store, code="db")
 
 
+@pytest.mark.django_db
+def test_a_check_constraint_failure_is_not_reported_as_a_taken_code():
+    from django.db import IntegrityError
+
+    # Values the serializer would refuse (a discount below 1) that reach the service anyway:
+    # the database's CHECK refuses the row, and that is a bug (500), not a 422 on `code`.
+    with pytest.raises(IntegrityError, match="coupon_discount_in_range"):
+        coupon_create(store=StoreFactory(), **{**VALID, "discount": 0})
+    assert not Coupon.objects.exists()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_creates_of_one_code_make_one_coupon():
     store = StoreFactory()

@@ -3,17 +3,18 @@ triggers keep in the writer's transaction (docs/decisions/coupons.md "List total
 stay exact after every kind of write, bulk and concurrent ones included."""
 
 import itertools
+import threading
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import User
 from coupons.models import Coupon, CouponTotal
-from coupons.services import coupon_create, coupon_delete, coupon_restore
+from coupons.services import coupon_create, coupon_delete, coupon_restore, coupon_update
 from stores.models import Store
 from tests.concurrency import run_at_once
 from tests.factories import CouponFactory, MembershipFactory, StoreFactory, make_api_key
@@ -260,6 +261,42 @@ def test_concurrent_creations_and_deletions_stay_exact(user):
     assert all(isinstance(outcome, int) for outcome in outcomes), outcomes
     assert_exact(client, store, 10, 10)
     assert_exact(client, other, 5, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_that_changes_no_total_does_not_wait_for_a_recount(user):
+    # An update changes the totals table only when a total changes (config/list_totals.py):
+    # editing a coupon takes no lock on it, so it does not wait for recount_lists' EXCLUSIVE
+    # lock (nor deadlock with a TRUNCATE); a soft delete, which moves a count, does wait.
+    store = MembershipFactory(user=user).store
+    coupon = create(store, "EDITED")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_totals_table_as_recount_does():
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {CouponTotal._meta.db_table} IN EXCLUSIVE MODE")
+                locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_totals_table_as_recount_does, daemon=True)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        coupon_update(coupon=coupon, changes={"discount": 7, "code": "RENAMED"})
+        Coupon.objects.filter(store=store).update(times_used=2)
+        with pytest.raises(OperationalError, match="lock timeout"):
+            coupon_delete(coupon=coupon)
+    finally:
+        release.set()
+        holder.join(10)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert_exact(auth_client_of(user), store, 1, 0)
 
 
 @pytest.mark.django_db(transaction=True)
