@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from accounts.credentials import CREDENTIAL_OAUTH
 from config.api.errors import Forbidden, NotFound
 from config.api.schema import data_envelope, error_responses, response_example
-from oauth_cli.selectors import cli_application, installation_for
+from oauth_cli.selectors import cli_installation_for
 from oauth_cli.serializers import INSTALLATION_EXAMPLE, InstallationSerializer
 from oauth_cli.services import installation_revoke
 
@@ -32,12 +32,7 @@ class InstallationViewSet(viewsets.GenericViewSet):
     serializer_class = InstallationSerializer
 
     def get_object(self):
-        application = cli_application()
-        installation = (
-            installation_for(user_id=self.request.user.pk, application_id=application.pk)
-            if application is not None
-            else None
-        )
+        installation = cli_installation_for(user_id=self.request.user.pk)
         if installation is None:
             raise NotFound()
         return installation

@@ -6,6 +6,8 @@ import redis
 from django.conf import settings
 from django.urls import reverse
 
+from oauth_cli.views import protected_page
+
 logger = logging.getLogger(__name__)
 
 USERNAME_KEY_PREFIX = "username:"
@@ -44,8 +46,6 @@ class SignInLimitsUnavailableMiddleware:
         if request.path not in (settings.LOGIN_URL, reverse("admin:login")):
             return None
         logger.error("sign-in refused: the sign-in limits' cache is unavailable", exc_info=True)
-        from oauth_cli.views import protected_page
-
         return protected_page(
             request, "registration/signin_unavailable.html", status=503, retry_after=30
         )

@@ -12,6 +12,7 @@ from django.conf import settings
 from config.api.pagination import EXAMPLE_BASE_URL
 from config.api.schema import RATE_LIMIT_RESPONSE_HEADERS
 from oauth_cli.authorize import CODE_CHALLENGE_PATTERN
+from oauth_cli.views import discovery_document
 
 TAG = "oauth"
 FORM = "application/x-www-form-urlencoded"
@@ -135,8 +136,19 @@ EXAMPLE_CSRF_TOKEN = "kE3nR8sT1vW6yZ0bD4fH7jL2mP5qS9uXaC3eG6iK8oM1rT4vY7zB0dF2hJ
 EXAMPLE_REDIRECT_URI = "http://127.0.0.1:53682/callback"
 
 
+def _metadata_property(value) -> dict:
+    """A discovery document field's schema, from the value the view answers: the URLs, the
+    supported-value lists (each as the enum of what it lists) and RFC 9207's flag."""
+    if isinstance(value, bool):
+        return {"type": "boolean", "enum": [value]}
+    if isinstance(value, list):
+        return {"type": "array", "items": {"type": "string", "enum": value}}
+    return {"type": "string", "format": "uri"}
+
+
 def _schemas() -> dict:
     cli = settings.CLI_CLIENT_ID
+    metadata = discovery_document(EXAMPLE_BASE_URL)
     client_id = {
         "type": "string",
         "format": "uuid",
@@ -148,7 +160,6 @@ def _schemas() -> dict:
         **client_id,
         "description": "The public client's id; or send it as legacy Basic auth.",
     }
-    grant_types = settings.OAUTH2_PROVIDER["OAUTH2_GRANT_TYPES_SUPPORTED"]
 
     def grant(grant_type: str, description: str, **fields) -> dict:
         """A token request body: every field of the grant is required; client_id is not."""
@@ -176,35 +187,8 @@ def _schemas() -> dict:
         "AuthorizationServerMetadata": {
             "type": "object",
             "description": "RFC 8414 authorization server metadata.",
-            "properties": {
-                "issuer": {"type": "string", "format": "uri"},
-                "authorization_endpoint": {"type": "string", "format": "uri"},
-                "token_endpoint": {"type": "string", "format": "uri"},
-                "revocation_endpoint": {"type": "string", "format": "uri"},
-                **{
-                    name: {"type": "array", "items": {"type": "string", "enum": values}}
-                    for name, values in [
-                        ("response_types_supported", ["code"]),
-                        ("grant_types_supported", grant_types),
-                        ("code_challenge_methods_supported", ["S256"]),
-                        ("token_endpoint_auth_methods_supported", ["none"]),
-                        ("revocation_endpoint_auth_methods_supported", ["none"]),
-                        ("scopes_supported", [settings.OAUTH_SCOPE_ADMIN]),
-                    ]
-                },
-            },
-            "required": [
-                "issuer",
-                "authorization_endpoint",
-                "token_endpoint",
-                "revocation_endpoint",
-                "response_types_supported",
-                "grant_types_supported",
-                "code_challenge_methods_supported",
-                "token_endpoint_auth_methods_supported",
-                "revocation_endpoint_auth_methods_supported",
-                "scopes_supported",
-            ],
+            "properties": {name: _metadata_property(value) for name, value in metadata.items()},
+            "required": list(metadata),
         },
         "ConsentApprovalForm": {
             "type": "object",
@@ -357,21 +341,6 @@ CONSENT_PAGE_EXAMPLE = (
 )
 
 
-def _metadata_example() -> dict:
-    return {
-        "issuer": EXAMPLE_BASE_URL,
-        "authorization_endpoint": f"{EXAMPLE_BASE_URL}/oauth/authorize",
-        "token_endpoint": f"{EXAMPLE_BASE_URL}/oauth/token",
-        "revocation_endpoint": f"{EXAMPLE_BASE_URL}/oauth/revoke",
-        "response_types_supported": ["code"],
-        "grant_types_supported": settings.OAUTH2_PROVIDER["OAUTH2_GRANT_TYPES_SUPPORTED"],
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
-        "revocation_endpoint_auth_methods_supported": ["none"],
-        "scopes_supported": [settings.OAUTH_SCOPE_ADMIN],
-    }
-
-
 def _paths() -> dict:
     invalid_client = _protocol_error(
         "`invalid_client`: unknown client id or wrong Basic credential.",
@@ -395,7 +364,7 @@ def _paths() -> dict:
                         _ref("AuthorizationServerMetadata"),
                         "The discovery document.",
                         {"Cache-Control": _header({"type": "string"}, "Cacheable for an hour.")},
-                        _examples(discovery_document=_metadata_example()),
+                        _examples(discovery_document=discovery_document(EXAMPLE_BASE_URL)),
                     ),
                     **_common_errors(),
                 },

@@ -22,10 +22,11 @@ def cli_application():
     return get_application_model().objects.filter(client_id=settings.CLI_CLIENT_ID).first()
 
 
-def installation_for(*, user_id: int, application_id: int) -> Installation | None:
+def cli_installation_for(*, user_id: int) -> Installation | None:
+    """The user's installation of the CLI, with its application, in one query."""
     return (
         Installation.objects.select_related("application")
-        .filter(user_id=user_id, application_id=application_id)
+        .filter(user_id=user_id, application__client_id=settings.CLI_CLIENT_ID)
         .first()
     )
 

@@ -93,28 +93,31 @@ def with_issuer(location: str, request) -> str:
     return _add_iss_to_redirect(location, issuer)
 
 
+def discovery_document(base: str) -> dict:
+    """RFC 8414 authorization server metadata for the service at `base`; also the source of
+    its OpenAPI schema and example (oauth_cli/schema.py)."""
+    return {
+        "issuer": base,
+        "authorization_endpoint": f"{base}/oauth/authorize",
+        "token_endpoint": f"{base}/oauth/token",
+        "revocation_endpoint": f"{base}/oauth/revoke",
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "revocation_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": [settings.OAUTH_SCOPE_ADMIN],
+        "authorization_response_iss_parameter_supported": True,
+    }
+
+
 @require_get
 def authorization_server_metadata(request):
     """RFC 8414 discovery document."""
     limited = rate_limited_response(request, "metadata")
     if limited:
         return limited
-    base = settings.BASE_URL
-    response = JsonResponse(
-        {
-            "issuer": base,
-            "authorization_endpoint": f"{base}/oauth/authorize",
-            "token_endpoint": f"{base}/oauth/token",
-            "revocation_endpoint": f"{base}/oauth/revoke",
-            "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
-            "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["none"],
-            "revocation_endpoint_auth_methods_supported": ["none"],
-            "scopes_supported": [settings.OAUTH_SCOPE_ADMIN],
-            "authorization_response_iss_parameter_supported": True,
-        }
-    )
+    response = JsonResponse(discovery_document(settings.BASE_URL))
     response["Cache-Control"] = "public, max-age=3600"
     return response
 

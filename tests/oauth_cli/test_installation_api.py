@@ -4,6 +4,8 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from oauth_cli.models import Installation
@@ -119,6 +121,14 @@ def test_installation_resource(oauth_client, user):
             "created_at": installation.created_at.isoformat().replace("+00:00", "Z"),
         }
     }
+
+
+def test_reading_the_installation_takes_two_queries(oauth_client):
+    # the access token (with its installation, for the credential), then the CLI installation
+    with CaptureQueriesContext(connection) as queries:
+        assert oauth_client.get("/api/v2/oauth/installation").status_code == 200
+
+    assert len(queries) == 2
 
 
 def test_delete_installation_disconnects(oauth_client, user, signed_in, tokens):
