@@ -48,7 +48,8 @@ class ListTotals:
         return ", ".join(column for column, _ in self.counters)
 
     def _counts(self, rows: str, sign: str = "") -> str:
-        """Per store: the store id and each counter's count among `rows`."""
+        """Per store: the store id and each counter's count among `rows` (a table, a
+        transition table, or a table and its WHERE clause)."""
         counts = ", ".join(
             f"{sign}COUNT(*) FILTER (WHERE {condition}) AS {column}"
             for column, condition in self.counters
@@ -163,11 +164,7 @@ class ListTotals:
                 {"store": store_id},
             )
             stored = {row[0]: row[1:] for row in cursor.fetchall()}
-            cursor.execute(
-                f"SELECT store_id, {', '.join(f'COUNT(*) FILTER (WHERE {c})' for _, c in self.counters)} "  # noqa: S608, E501
-                f"FROM {self.table} {where} GROUP BY store_id",
-                {"store": store_id},
-            )
+            cursor.execute(self._counts(f"{self.table} {where}"), {"store": store_id})
             actual = {row[0]: row[1:] for row in cursor.fetchall()}
             zero = (0,) * len(columns)
             drift = [
@@ -178,9 +175,9 @@ class ListTotals:
                 )
                 if was != now
             ]
+            assignments = ", ".join(f"{column} = EXCLUDED.{column}" for column in columns)
             for store in sorted({entry["store_id"] for entry in drift}):
                 values = actual.get(store, zero)
-                assignments = ", ".join(f"{column} = EXCLUDED.{column}" for column in columns)
                 cursor.execute(
                     f"INSERT INTO {self.totals_table} (store_id, {self._columns}) "  # noqa: S608
                     f"VALUES (%s, {', '.join(['%s'] * len(columns))}) "
