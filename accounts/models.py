@@ -72,10 +72,3 @@ class ApiKey(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.prefix}…)"
-
-    def is_expired(self, now=None) -> bool:
-        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None and not self.is_expired()

@@ -13,7 +13,6 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import Min
 from django.utils import timezone
 
 from config.beat import beat_heartbeat_last
@@ -87,46 +86,38 @@ def broker_check() -> dict:
     return {"status": OK}
 
 
-def beat_check() -> dict:
-    last = beat_heartbeat_last()
+def _heartbeat_result(last, *, stale_after: float) -> dict:
+    """A heartbeat recorded at Unix time `last` (None: never), stale after that many seconds."""
     if last is None:
         return {"status": "never_seen", "seconds_since_heartbeat": None}
     silent = max(0.0, time.time() - float(last))
-    stale_after = 2 * settings.BEAT_HEARTBEAT_SECONDS
     return {
         "status": OK if silent <= stale_after else "stale",
         "seconds_since_heartbeat": round(silent, 1),
     }
 
 
+def beat_check() -> dict:
+    return _heartbeat_result(beat_heartbeat_last(), stale_after=2 * settings.BEAT_HEARTBEAT_SECONDS)
+
+
 def worker_check(queue: str):
     """The heartbeat of whichever worker consumes `queue` (beat sends one each interval)."""
 
     def check() -> dict:
-        last = worker_heartbeat_last(queue)
-        if last is None:
-            return {"status": "never_seen", "seconds_since_heartbeat": None}
-        silent = max(0.0, time.time() - float(last))
         # Two intervals, as for beat, plus one beat tick: the heartbeat is sent by beat, whose
         # own delays (a lock renewal, a standby taking over) are reported as beat's.
         stale_after = 2 * settings.WORKER_HEARTBEAT_SECONDS + settings.BEAT_HEARTBEAT_SECONDS
-        return {
-            "status": OK if silent <= stale_after else "stale",
-            "seconds_since_heartbeat": round(silent, 1),
-        }
+        return _heartbeat_result(worker_heartbeat_last(queue), stale_after=stale_after)
 
     return check
 
 
 def webhook_backlog_check() -> dict:
-    from webhooks.models import WebhookDelivery
+    # The same reading as the /metrics gauge (the models are loaded by then, not at import).
+    from config.metrics.backlog import oldest_due_age_seconds
 
-    now = timezone.now()
-    # The partial index delivery_due_idx (pending, next_attempt_at) answers this.
-    oldest_due = WebhookDelivery.objects.filter(
-        status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
-    ).aggregate(oldest=Min("next_attempt_at"))["oldest"]
-    age = (now - oldest_due).total_seconds() if oldest_due else 0.0
+    age = oldest_due_age_seconds(timezone.now())
     return {
         "status": OK if age <= settings.HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS else "behind",
         "oldest_due_seconds": round(age, 1),

@@ -30,12 +30,18 @@ def due_deliveries(now):
     return pending_deliveries().filter(next_attempt_at__lte=now)
 
 
-def backlog_read(now) -> dict:
-    """The backlog as numbers: pending, due, oldest due age (s), disabled destinations."""
-    cap = settings.METRICS_BACKLOG_COUNT_CAP
+def oldest_due_age_seconds(now) -> float:
+    """Seconds since the oldest due delivery became due (0 when none is due): the first entry
+    of delivery_due_idx. Also /status's webhook_backlog check (config/health.py)."""
     oldest_due_at = (
         due_deliveries(now).order_by("next_attempt_at").values_list("next_attempt_at", flat=True)
     ).first()
+    return max((now - oldest_due_at).total_seconds(), 0.0) if oldest_due_at else 0.0
+
+
+def backlog_read(now) -> dict:
+    """The backlog as numbers: pending, due, oldest due age (s), disabled destinations."""
+    cap = settings.METRICS_BACKLOG_COUNT_CAP
     disabled = (
         WebhookDestination.objects.filter(enabled=False)
         .order_by()
@@ -48,9 +54,7 @@ def backlog_read(now) -> dict:
     return {
         "pending": pending_deliveries().order_by().values("pk")[:cap].count(),
         "due": due_deliveries(now).order_by().values("pk")[:cap].count(),
-        "oldest_due_age_seconds": (
-            max((now - oldest_due_at).total_seconds(), 0.0) if oldest_due_at else 0.0
-        ),
+        "oldest_due_age_seconds": oldest_due_age_seconds(now),
         "disabled_destinations": disabled_by_reason,
     }
 

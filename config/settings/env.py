@@ -11,7 +11,7 @@ An unset variable takes its default; a set one is always parsed, an empty one in
     DEBUG = env.bool("DEBUG", default=False)
     NUM_PROXIES = env.count("NUM_PROXIES", default=0)
     TIMEOUT = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", default=10)
-    DATABASES = {"default": env.db_url("DATABASE_URL", default="sqlite:///...")}
+    DATABASES = {"default": env.database("DATABASE_URL", default="sqlite:///...", conn_max_age=60)}
 """
 
 import math
