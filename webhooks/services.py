@@ -25,6 +25,7 @@ from config.api.errors import NotFound, RateLimited, ValidationFailed
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.selectors import deliveries_due, delivery_get
 
 logger = logging.getLogger(__name__)
 
@@ -312,8 +313,6 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
     Sends the event again; it never repeats the business action that recorded the event.
     Capped per store (_replay_cap_check) for the API and the admin alike.
     """
-    from webhooks.selectors import delivery_get
-
     original = delivery_get(store=store, delivery_id=delivery_id)
     with transaction.atomic():
         destination = WebhookDestination.objects.filter(store=store).first()
@@ -342,12 +341,8 @@ def deliveries_sweep(*, now=None) -> int:
 
     now = now or timezone.now()
     requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
-    due = (
-        WebhookDelivery.objects.filter(
-            status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
-        )
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before))
+    due = deliveries_due(now=now).filter(
+        Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before)
     )
     queued = 0
     # A dead worker's delivery whose destination was deleted meanwhile has no drain: its own
