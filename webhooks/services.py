@@ -284,25 +284,22 @@ def _replay_cap_check(*, store) -> None:
     Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
     now = timezone.now()
     window = timedelta(seconds=settings.WEBHOOKS_REPLAY_WINDOW_SECONDS)
-    limit = settings.WEBHOOKS_REPLAY_LIMIT
-    if limit > 0:
-        # The limit-th newest replay in the window: none means there is room for one more.
-        oldest_counted = (
-            WebhookDelivery.objects.filter(
-                store=store, replay_of__isnull=False, created_at__gt=now - window
-            )
-            .order_by("-created_at")
-            .values_list("created_at", flat=True)[limit - 1 : limit]
-            .first()
+    limit = settings.WEBHOOKS_REPLAY_LIMIT  # at least 1 (config/settings/webhooks.py)
+    # The limit-th newest replay in the window: none means there is room for one more.
+    oldest_counted = (
+        WebhookDelivery.objects.filter(
+            store=store, replay_of__isnull=False, created_at__gt=now - window
         )
-        if oldest_counted is None:
-            return
-        wait = (oldest_counted + window - now).total_seconds()
-    else:
-        wait = window.total_seconds()
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[limit - 1 : limit]
+        .first()
+    )
+    if oldest_counted is None:
+        return
+    wait = (oldest_counted + window - now).total_seconds()
     raise RateLimited(
         int(wait) + 1,
-        f"At most {max(limit, 0)} replays per store in "
+        f"At most {limit} replays per store in "
         f"{settings.WEBHOOKS_REPLAY_WINDOW_SECONDS:g} s; try later.",
     )
 
