@@ -20,6 +20,7 @@ from config.db import PreparedStatement
 from events.models import Event
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.selectors import deliveries_due
 from webhooks.sender import SendResult, send
 from webhooks.services import (
     deliveries_enqueue,
@@ -163,13 +164,7 @@ def _delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
         return _claimed_from_row(row) if row else None
     # SQLite (`make run`): one writer at a time; the conditional UPDATE is the claim.
     orm_match = {"pk": match_value} if match_name == "delivery_id" else match
-    due = (
-        WebhookDelivery.objects.filter(
-            status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now, **orm_match
-        )
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .order_by("next_attempt_at")
-    )
+    due = deliveries_due(now=now).filter(**orm_match).order_by("next_attempt_at")
     candidate = due.values_list("pk", flat=True).first()
     if candidate is None or not due.filter(pk=candidate).update(
         lease_until=lease_until, lease_token=token, attempts=F("attempts") + 1, updated_at=now
@@ -457,16 +452,7 @@ def destination_slot(destination_id):
 
 
 def _destination_has_due(destination_id) -> bool:
-    now = timezone.now()
-    return (
-        WebhookDelivery.objects.filter(
-            destination_id=destination_id,
-            status=WebhookDelivery.STATUS_PENDING,
-            next_attempt_at__lte=now,
-        )
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .exists()
-    )
+    return deliveries_due(now=timezone.now()).filter(destination_id=destination_id).exists()
 
 
 def _slot_released(destination_id, *, more_due: bool | None = None) -> None:

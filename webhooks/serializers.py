@@ -5,7 +5,7 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField
+from config.api.fields import StrictBooleanField, StrictCharField
 from config.api.schema import response_example
 from events.registry import EVENT_TYPES
 from webhooks.addresses import MAX_URL_LENGTH, URL_PATTERN, DestinationRefused, url_check
@@ -40,15 +40,6 @@ class ClosedObjectSchema(OpenApiSerializerExtension):
         if direction == "request":
             schema["additionalProperties"] = False
         return schema
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true/false only (DRF's would take "yes", 1, "true"; the schema says boolean)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
 
 
 @extend_schema_field({"type": "string", "maxLength": MAX_URL_LENGTH, "pattern": URL_PATTERN})

@@ -25,6 +25,7 @@ from config.api.errors import NotFound, RateLimited, ValidationFailed
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.selectors import deliveries_due, delivery_get
 
 logger = logging.getLogger(__name__)
 
@@ -283,25 +284,22 @@ def _replay_cap_check(*, store) -> None:
     Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
     now = timezone.now()
     window = timedelta(seconds=settings.WEBHOOKS_REPLAY_WINDOW_SECONDS)
-    limit = settings.WEBHOOKS_REPLAY_LIMIT
-    if limit > 0:
-        # The limit-th newest replay in the window: none means there is room for one more.
-        oldest_counted = (
-            WebhookDelivery.objects.filter(
-                store=store, replay_of__isnull=False, created_at__gt=now - window
-            )
-            .order_by("-created_at")
-            .values_list("created_at", flat=True)[limit - 1 : limit]
-            .first()
+    limit = settings.WEBHOOKS_REPLAY_LIMIT  # at least 1 (config/settings/webhooks.py)
+    # The limit-th newest replay in the window: none means there is room for one more.
+    oldest_counted = (
+        WebhookDelivery.objects.filter(
+            store=store, replay_of__isnull=False, created_at__gt=now - window
         )
-        if oldest_counted is None:
-            return
-        wait = (oldest_counted + window - now).total_seconds()
-    else:
-        wait = window.total_seconds()
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[limit - 1 : limit]
+        .first()
+    )
+    if oldest_counted is None:
+        return
+    wait = (oldest_counted + window - now).total_seconds()
     raise RateLimited(
         int(wait) + 1,
-        f"At most {max(limit, 0)} replays per store in "
+        f"At most {limit} replays per store in "
         f"{settings.WEBHOOKS_REPLAY_WINDOW_SECONDS:g} s; try later.",
     )
 
@@ -312,8 +310,6 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
     Sends the event again; it never repeats the business action that recorded the event.
     Capped per store (_replay_cap_check) for the API and the admin alike.
     """
-    from webhooks.selectors import delivery_get
-
     original = delivery_get(store=store, delivery_id=delivery_id)
     with transaction.atomic():
         destination = WebhookDestination.objects.filter(store=store).first()
@@ -342,12 +338,8 @@ def deliveries_sweep(*, now=None) -> int:
 
     now = now or timezone.now()
     requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
-    due = (
-        WebhookDelivery.objects.filter(
-            status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
-        )
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before))
+    due = deliveries_due(now=now).filter(
+        Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before)
     )
     queued = 0
     # A dead worker's delivery whose destination was deleted meanwhile has no drain: its own

@@ -204,6 +204,27 @@ def test_network_error_is_retried(store, settings):
     assert "connection" in delivery.attempt_records.get().error
 
 
+def test_the_attempt_log_line_names_the_error_kind_never_the_destination_path(
+    store, settings, caplog
+):
+    # a destination path that is a credential, on a port nobody listens on
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    destination_for(store, f"http://127.0.0.1:{port}/services/T0SECRETPATH")
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    with caplog.at_level("INFO", logger="webhooks.attempts"):
+        assert send_now(delivery) == "pending"
+
+    # the attempt record keeps the error's text (the path included) for the store to read
+    assert "T0SECRETPATH" in WebhookDeliveryAttempt.objects.get().error
+    [line] = [r for r in caplog.records if r.name == "webhooks.attempts"]
+    assert line.delivery_id == str(delivery.pk)
+    assert line.error_kind == "connection error"
+    assert "T0SECRETPATH" not in line.getMessage()
+
+
 def test_timeout_is_a_failed_attempt(store, receiver):
     destination_for(store, receiver.url)
     receiver.respond = lambda request: Reply(200, delay=2.5)

@@ -17,7 +17,7 @@ from tests.concurrency import run_at_once
 from tests.factories import StoreFactory, UserFactory
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
 from tests.webhooks.test_destination_drain import queued
-from webhooks.attempts import delivery_send, destination_drain
+from webhooks.attempts import delivery_claim, delivery_send, destination_drain
 from webhooks.models import WebhookDelivery
 from webhooks.services import deliveries_sweep
 
@@ -134,6 +134,31 @@ def test_sweeper_queues_one_drain_per_destination_not_one_message_per_delivery(r
         ("webhooks.destination_drain", [busy_destination.pk]),
         ("webhooks.destination_drain", [quiet_destination.pk]),
     ]
+
+
+@pytest.mark.django_db
+def test_sweeper_queues_a_lost_delivery_of_a_deleted_destination_as_its_own_send(store, receiver):
+    from webhooks.services import destination_delete
+
+    # given a delivery a worker claimed and then died on, whose destination was deleted since
+    destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    assert delivery_claim(delivery_id=delivery.pk) is not None
+    destination_delete(store=store)
+    long_ago = timezone.now() - timedelta(hours=1)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        lease_until=long_ago, enqueued_at=long_ago
+    )
+
+    # when the sweeper runs: there is no destination to drain, so the delivery is sent alone
+    assert deliveries_sweep() == 1
+    assert queued() == [("webhooks.delivery_send", [str(delivery.pk)])]
+
+    # then that send settles it without reaching anyone
+    assert delivery_send(delivery_id=delivery.pk) is None
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.destination_id) == ("failed", None)
+    assert receiver.received() == []
 
 
 # --- the replay cap ----------------------------------------------------------------------
