@@ -232,6 +232,15 @@ def test_the_attackers_address_is_locked_and_new_browsers_are_refused_the_userna
     assert signed_in(sign_in(path, "bob", "password", ip="192.0.2.41"))
 
 
+def test_an_attacker_sharing_the_owners_ipv6_64_locks_it_for_everyone_but_her_browser(staff):
+    owner = browser_signed_in_before(CLI_LOGIN, ip="2001:db8:1:2::7")
+    for n in range(settings.LOGIN_FAILURE_LIMIT):
+        fail(CLI_LOGIN, 1, username=f"guess{n}", ip="2001:db8:1:2::66")
+
+    assert sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:1:2::8").status_code == 429
+    assert signed_in(sign_in_from(owner, CLI_LOGIN, "alice", "password", ip="2001:db8:1:2::7"))
+
+
 def test_the_owners_own_typos_in_her_browser_are_counted_apart_from_the_strangers(staff):
     owner = browser_signed_in_before(CLI_LOGIN)
     attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
