@@ -5,4 +5,5 @@ class OauthCliConfig(AppConfig):
     name = "oauth_cli"
 
     def ready(self):
-        from oauth_cli import checks  # noqa: F401  (registers the system checks)
+        # Imported for their registrations: the system checks, the sign-in receiver.
+        from oauth_cli import checks, login_limits  # noqa: F401

@@ -24,7 +24,7 @@ from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
 
 from config import metrics
-from config.api.client_address import client_address
+from config.api.client_address import client_address_key
 from config.api.errors import json_error
 from config.api.ratelimit import rate_limit_consume
 from config.api.views import EnvelopeMethodNotAllowedMixin, require_get
@@ -40,8 +40,9 @@ logger = logging.getLogger(__name__)
 
 
 def rate_limited_response(request, endpoint: str):
-    """Per client IP budget on the protocol endpoints (DESIGN.md); None when within it."""
-    bucket = f"oauth:{endpoint}:{client_address(request)}"
+    """Per client address (IPv6: network) budget on the protocol endpoints (DESIGN.md); None
+    when within it."""
+    bucket = f"oauth:{endpoint}:{client_address_key(request)}"
     state = rate_limit_consume(bucket, settings.OAUTH_RATE_LIMIT_PER_MINUTE)
     if state is None or not state.exceeded:
         return None

@@ -1,13 +1,19 @@
-"""The client's IP address, the one key of every per-address limit.
+"""The client's IP address, and the key every per-address limit counts it under.
 
 Behind `NUM_PROXIES` trusted reverse proxies (DRF's setting, from the environment) each proxy
 appends the address it received the request from to `X-Forwarded-For`, so the client is the
 `NUM_PROXIES`-th entry from the right; everything left of it was written by the client and is
 never read. With no proxy (0) the header is ignored and the TCP peer is the client.
+
+An IPv6 client holds a whole network, not one address: a home or a server gets at least a /64
+and picks any address inside it (privacy addresses change daily). A limit per /128 would give
+one client 2^64 budgets, so limits key on the client's network of `CLIENT_IPV6_PREFIX_LENGTH`
+bits (default 64) instead (`client_address_key`).
 """
 
 import ipaddress
 
+from django.conf import settings
 from rest_framework.settings import api_settings
 
 UNKNOWN_CLIENT_ADDRESS = "unknown"
@@ -20,20 +26,44 @@ def client_address(request) -> str:
     there are trusted proxies (a request that bypassed one) or an entry that is not an IP
     address falls back to the TCP peer instead of trusting the leftmost, client-written entry.
     """
+    address = _client_ip(request)
+    return UNKNOWN_CLIENT_ADDRESS if address is None else str(address)
+
+
+def client_address_key(request) -> str:
+    """The key of every per-address limit (sign-in limits, the OAuth endpoints' budget): the
+    client's IPv4 address, or its IPv6 network of CLIENT_IPV6_PREFIX_LENGTH bits.
+
+    An IPv4-mapped IPv6 address (`::ffff:198.51.100.7`, from a dual-stack socket) is its IPv4
+    address: as an IPv6 one, every IPv4 client would fall into the one network `::/64`.
+    """
+    address = _client_ip(request)
+    if address is None:
+        return UNKNOWN_CLIENT_ADDRESS
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.version == 4:
+        return str(address)
+    network = ipaddress.IPv6Network((address, settings.CLIENT_IPV6_PREFIX_LENGTH), strict=False)
+    return str(network)
+
+
+def _client_ip(request) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     meta = request.META
-    peer = _normalized(meta.get("REMOTE_ADDR", "")) or UNKNOWN_CLIENT_ADDRESS
+    peer = _ip(meta.get("REMOTE_ADDR", ""))
     hops = api_settings.NUM_PROXIES or 0
     if hops <= 0:
         return peer
     forwarded = [entry.strip() for entry in meta.get("HTTP_X_FORWARDED_FOR", "").split(",")]
     if len(forwarded) < hops:
         return peer
-    return _normalized(forwarded[-hops]) or peer
+    client = _ip(forwarded[-hops])
+    return peer if client is None else client
 
 
-def _normalized(value: str) -> str | None:
-    """The canonical text of an IP address (one bucket per address, however written)."""
+def _ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address `value` spells (one bucket per address, however written), or None."""
     try:
-        return str(ipaddress.ip_address(value))
+        return ipaddress.ip_address(value)
     except ValueError:
         return None

@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "config.api.middleware.AllowHeaderMiddleware",
     # Sign-in while Redis (the failure counters) is down: a 503 page, not a 500.
     "oauth_cli.login_limits.SignInLimitsUnavailableMiddleware",
+    # After a sign-in: the cookie that exempts this browser from strangers' failures.
+    "oauth_cli.login_limits.KnownBrowserCookieMiddleware",
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",

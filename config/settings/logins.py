@@ -1,13 +1,27 @@
-"""Password sign-in limits (the CLI's /accounts/login/ and the admin's), imported by base.py.
+"""Per-address limits' client key and the password sign-in limits (the CLI's /accounts/login/
+and the admin's), imported by base.py.
 
-django-axes counts failures in the shared cache (Redis outside `make run`), separately per client
-address (config.api.client_address, the key of every per-address limit) and per submitted
-username, existing or not, so a lockout says nothing about which usernames exist.
+django-axes counts failures in the shared cache (Redis outside `make run`) per client address
+(config.api.client_address.client_address_key: IPv4 address or IPv6 network) and per submitted
+username, existing or not, so a lockout says nothing about which usernames exist. Failures
+from a browser that has signed in as that username before are counted apart
+(oauth_cli/login_limits.py): a stranger's failures cannot lock the owner's own browsers out.
 """
 
 from datetime import timedelta
 
+from django.core.exceptions import ImproperlyConfigured
+
 from config.settings.env import env
+
+# The IPv6 network one client is counted as (a /64 is what a home or a server is given; 56 or
+# 48 are stricter, for sites whose attackers hold whole delegations). 32 to 128 bits.
+CLIENT_IPV6_PREFIX_LENGTH = env.count("CLIENT_IPV6_PREFIX_LENGTH", default=64, minimum=32)
+if CLIENT_IPV6_PREFIX_LENGTH > 128:
+    raise ImproperlyConfigured(
+        f"CLIENT_IPV6_PREFIX_LENGTH={CLIENT_IPV6_PREFIX_LENGTH} is not valid: "
+        "expected a prefix length from 32 to 128."
+    )
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out sign-in before any password is checked, correct ones included.
@@ -17,14 +31,17 @@ AUTHENTICATION_BACKENDS = [
 
 LOGIN_FAILURE_LIMIT = env.count("LOGIN_FAILURE_LIMIT", default=10, minimum=1)
 LOGIN_LOCKOUT_MINUTES = env.count("LOGIN_LOCKOUT_MINUTES", default=15, minimum=1)
+# How long a browser stays known for an account after its last sign-in there.
+LOGIN_KNOWN_BROWSER_DAYS = env.count("LOGIN_KNOWN_BROWSER_DAYS", default=90, minimum=1)
 
 AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
 AXES_CACHE = "default"
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
-# Two independent counters: one address guessing many usernames, many addresses guessing one.
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
-AXES_CLIENT_IP_CALLABLE = "config.api.client_address.client_address"
+# Which counters a sign-in is counted in and refused by: per address and per username for an
+# unknown browser, per username-from-known-browsers for a known one (see login_limits.py).
+AXES_LOCKOUT_PARAMETERS = "oauth_cli.login_limits.lockout_parameters"
+AXES_CLIENT_IP_CALLABLE = "config.api.client_address.client_address_key"
 AXES_USERNAME_CALLABLE = "oauth_cli.login_limits.username_key"
 AXES_LOCKOUT_CALLABLE = "oauth_cli.views.locked_out_response"
 # A sign-in that succeeds keeps the counters: otherwise an attacker with one real account

@@ -1,5 +1,6 @@
 """Every per-address limit keys on config.api.client_address: behind one trusted proxy each
-client has its own bucket, and a client cannot choose its bucket with X-Forwarded-For."""
+client has its own bucket, and a client cannot choose its bucket with X-Forwarded-For; an IPv6
+client's bucket is its /64 (CLIENT_IPV6_PREFIX_LENGTH), not each address it picks in it."""
 
 from django.conf import settings
 from django.test import Client, override_settings
@@ -52,3 +53,32 @@ def test_without_a_proxy_the_forwarded_for_header_is_ignored():
     assert (
         token_status(client, REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR="203.0.113.3") == 429
     )
+
+
+@override_settings(OAUTH_RATE_LIMIT_PER_MINUTE=2)
+def test_addresses_of_one_ipv6_64_share_a_bucket_and_the_next_64_has_its_own():
+    client = Client()
+    statuses = [
+        token_status(client, REMOTE_ADDR=address)
+        for address in ("2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::3")
+    ]
+    assert statuses == [400, 400, 429]
+    assert token_status(client, REMOTE_ADDR="2001:db8:1:3::1") == 400
+
+
+def test_behind_one_proxy_an_ipv6_client_is_bucketed_by_its_64():
+    client = Client()
+    with one_proxy():
+        statuses = [
+            token_status(client, **via_proxy(f"2001:db8:1:2::{n}", forged=f"2001:db8:9:{n}::1"))
+            for n in (1, 2, 3)
+        ]
+        assert statuses == [400, 400, 429]
+        assert token_status(client, **via_proxy("2001:db8:1:3::1")) == 400
+
+
+@override_settings(OAUTH_RATE_LIMIT_PER_MINUTE=2, CLIENT_IPV6_PREFIX_LENGTH=128)
+def test_the_ipv6_bucket_size_follows_the_setting():
+    client = Client()
+    for n in (1, 2, 3):
+        assert token_status(client, REMOTE_ADDR=f"2001:db8:1:2::{n}") == 400

@@ -1,5 +1,7 @@
 """Password guessing on both sign-in pages (the CLI's /accounts/login/ and the admin's) is
-limited per client address and per username, with one answer that reveals no username."""
+limited per client address (IPv6: per network) and per username, with one answer that reveals
+no username; a browser that has signed in as a username before is not locked out by strangers'
+failures at it."""
 
 import re
 import time
@@ -7,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.core import signing
 from django.test import Client, override_settings
 
 from tests.factories import UserFactory
@@ -56,12 +59,12 @@ def test_below_the_limit_a_failure_is_a_form_error_and_the_right_password_signs_
 
 
 @pytest.mark.parametrize("path", LOGIN_PAGES)
-def test_after_the_limit_even_the_right_password_is_refused_with_429(path, staff):
+def test_after_a_usernames_limit_a_new_browser_is_refused_even_the_right_password(path, staff):
     # given: ten wrong passwords for alice, each from another address
     for n in range(settings.LOGIN_FAILURE_LIMIT):
         fail(path, 1, ip=f"203.0.113.{n + 1}")
 
-    # when: the right one, from an address that never failed
+    # when: the right one, from an address that never failed, in a browser that never signed in
     response = sign_in(path, "alice", "password", ip="198.51.100.99")
 
     # then
@@ -167,3 +170,229 @@ def test_with_the_counters_cache_down_a_sign_in_is_refused_with_503(path, passwo
     # and once Redis is back, the same sign-in works
     if password == "password":
         assert signed_in(sign_in(path, "alice", "password"))
+
+
+# Known browsers: a stranger's failures at a username do not lock its owner out.
+
+KNOWN_BROWSER_COOKIE = "known_browser"
+KNOWN_BROWSER_SALT = "oauth_cli.login_limits.known_browser"
+OWNER_IP = "198.51.100.7"
+ATTACKER_IP = "203.0.113.66"
+
+
+def browser_signed_in_before(path: str, ip: str = OWNER_IP, username: str = "alice") -> Client:
+    """A browser in which `username` signed in earlier, its session since ended."""
+    browser = Client()
+    assert signed_in(sign_in_from(browser, path, username, "password", ip=ip))
+    del browser.cookies[settings.SESSION_COOKIE_NAME]
+    return browser
+
+
+def sign_in_from(browser: Client, path: str, username: str, password: str, ip: str):
+    return browser.post(path, {"username": username, "password": password}, REMOTE_ADDR=ip)
+
+
+def browser_with_cookie(value: str) -> Client:
+    browser = Client()
+    browser.cookies[KNOWN_BROWSER_COOKIE] = value
+    return browser
+
+
+def attack(path: str, times: int, *, ip: str = ATTACKER_IP, username: str = "alice"):
+    fail(path, times, username=username, ip=ip)
+
+
+@pytest.mark.parametrize("path", LOGIN_PAGES)
+def test_a_strangers_failures_do_not_lock_the_owner_out_of_their_own_browser(path, staff):
+    # given: alice (a superuser) signed in from her browser before
+    owner = browser_signed_in_before(path)
+
+    # when: someone elsewhere fails at her username past the limit
+    attack(path, settings.LOGIN_FAILURE_LIMIT + 2)
+
+    # then: her browser signs in with her password, from her address or from a new one
+    assert signed_in(sign_in_from(owner, path, "alice", "password", ip=OWNER_IP))
+    del owner.cookies[settings.SESSION_COOKIE_NAME]
+    assert signed_in(sign_in_from(owner, path, "alice", "password", ip="192.0.2.40"))
+
+
+@pytest.mark.parametrize("path", LOGIN_PAGES)
+def test_the_attackers_address_is_locked_and_new_browsers_are_refused_the_username(path, staff):
+    UserFactory(username="bob", is_staff=True)
+    browser_signed_in_before(path)
+    attack(path, settings.LOGIN_FAILURE_LIMIT)
+
+    # the attacker's address: refused for alice, right password included, and for anyone else
+    assert sign_in(path, "alice", "password", ip=ATTACKER_IP).status_code == 429
+    assert sign_in(path, "bob", "password", ip=ATTACKER_IP).status_code == 429
+    # a browser that never signed in as alice: refused her username only, with Retry-After
+    refused = sign_in(path, "alice", "password", ip="192.0.2.41")
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == str(settings.LOGIN_LOCKOUT_MINUTES * 60)
+    assert signed_in(sign_in(path, "bob", "password", ip="192.0.2.41"))
+
+
+def test_an_attacker_sharing_the_owners_ipv6_64_locks_it_for_everyone_but_her_browser(staff):
+    owner = browser_signed_in_before(CLI_LOGIN, ip="2001:db8:1:2::7")
+    for n in range(settings.LOGIN_FAILURE_LIMIT):
+        fail(CLI_LOGIN, 1, username=f"guess{n}", ip="2001:db8:1:2::66")
+
+    assert sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:1:2::8").status_code == 429
+    assert signed_in(sign_in_from(owner, CLI_LOGIN, "alice", "password", ip="2001:db8:1:2::7"))
+
+
+def test_the_owners_own_typos_in_her_browser_are_counted_apart_from_the_strangers(staff):
+    owner = browser_signed_in_before(CLI_LOGIN)
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    for _ in range(settings.LOGIN_FAILURE_LIMIT - 1):
+        assert sign_in_from(owner, CLI_LOGIN, "alice", "wrong", ip=OWNER_IP).status_code == 200
+    assert signed_in(sign_in_from(owner, CLI_LOGIN, "alice", "password", ip=OWNER_IP))
+
+
+def test_guessing_with_a_known_browsers_cookie_is_limited_per_username_across_addresses(staff):
+    # given: a copy of alice's browser cookie, used from ten addresses
+    stolen = browser_signed_in_before(CLI_LOGIN).cookies[KNOWN_BROWSER_COOKIE].value
+    for n in range(settings.LOGIN_FAILURE_LIMIT):
+        response = sign_in_from(
+            browser_with_cookie(stolen), CLI_LOGIN, "alice", "wrong", ip=f"203.0.113.{n + 1}"
+        )
+        assert response.status_code in (200, 429)
+
+    # then: a browser with that cookie is refused alice, from any address ...
+    thief = browser_with_cookie(stolen)
+    assert sign_in_from(thief, CLI_LOGIN, "alice", "password", ip="192.0.2.42").status_code == 429
+    # ... while a new browser, counted apart, still signs her in
+    assert signed_in(sign_in(CLI_LOGIN, "alice", "password", ip="192.0.2.43"))
+
+
+def test_a_browser_is_known_only_for_the_accounts_that_signed_in_there(staff):
+    UserFactory(username="bob")
+    bobs_browser = browser_signed_in_before(CLI_LOGIN, username="bob")
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    response = sign_in_from(bobs_browser, CLI_LOGIN, "alice", "password", ip=OWNER_IP)
+
+    assert response.status_code == 429
+
+
+def signed_long_ago(marks: list, days: int) -> str:
+    class SignedLongAgo(signing.TimestampSigner):
+        def timestamp(self):
+            return signing.b62_encode(int(time.time()) - days * 86400 - 60)
+
+    return SignedLongAgo(salt=KNOWN_BROWSER_SALT).sign_object(marks)
+
+
+@pytest.mark.parametrize("cookie", ["tampered", "another key", "expired"])
+def test_a_cookie_the_server_did_not_sign_or_that_expired_does_not_count(cookie, staff):
+    genuine = browser_signed_in_before(CLI_LOGIN).cookies[KNOWN_BROWSER_COOKIE].value
+    marks = signing.loads(genuine, salt=KNOWN_BROWSER_SALT)
+    value = {
+        "tampered": genuine[:-1] + ("A" if genuine[-1] != "A" else "B"),
+        "another key": signing.dumps(marks, key="k" * 50, salt=KNOWN_BROWSER_SALT),
+        "expired": signed_long_ago(marks, days=settings.LOGIN_KNOWN_BROWSER_DAYS),
+    }[cookie]
+    # the unexpired copy made the same way is still known: the test changes one thing only
+    assert signed_in(
+        sign_in_from(
+            browser_with_cookie(signed_long_ago(marks, days=settings.LOGIN_KNOWN_BROWSER_DAYS - 1)),
+            CLI_LOGIN,
+            "alice",
+            "password",
+            ip=OWNER_IP,
+        )
+    )
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    response = sign_in_from(browser_with_cookie(value), CLI_LOGIN, "alice", "password", OWNER_IP)
+
+    assert response.status_code == 429
+
+
+def test_a_password_change_forgets_the_browsers_that_signed_in_with_the_old_one(staff):
+    owner = browser_signed_in_before(CLI_LOGIN)
+    staff.set_password("new password")
+    staff.save()
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    response = sign_in_from(owner, CLI_LOGIN, "alice", "new password", ip=OWNER_IP)
+
+    assert response.status_code == 429
+
+
+@pytest.mark.parametrize("path", LOGIN_PAGES)
+def test_a_sign_in_sets_the_known_browser_cookie_for_90_days_http_only(path, staff):
+    with override_settings(SESSION_COOKIE_SECURE=True):
+        response = sign_in(path, "alice", "password")
+
+    cookie = response.cookies[KNOWN_BROWSER_COOKIE]
+    assert cookie["max-age"] == 90 * 86400
+    assert cookie["httponly"] and cookie["secure"]
+    assert cookie["samesite"] == "Lax"
+    assert "alice" not in signing.loads(cookie.value, salt=KNOWN_BROWSER_SALT)[0]
+    assert sign_in(path, "alice", "wrong").cookies.get(KNOWN_BROWSER_COOKIE) is None
+
+
+def test_a_browser_stays_known_for_its_other_accounts(staff):
+    UserFactory(username="bob")
+    browser = browser_signed_in_before(CLI_LOGIN)
+    sign_in_from(browser, CLI_LOGIN, "bob", "password", ip=OWNER_IP)
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    assert signed_in(sign_in_from(browser, CLI_LOGIN, "alice", "password", ip=OWNER_IP))
+
+
+# IPv6: one client holds a whole /64 (CLIENT_IPV6_PREFIX_LENGTH), and is counted as one.
+
+
+@pytest.mark.parametrize("path", LOGIN_PAGES)
+def test_failures_from_addresses_of_one_ipv6_64_lock_that_network_only(path, staff):
+    for n in range(settings.LOGIN_FAILURE_LIMIT + 2):
+        fail(path, 1, username=f"guess{n}", ip=f"2001:db8:1:2::{n + 1:x}")
+
+    assert (
+        sign_in(path, "alice", "password", ip="2001:db8:1:2:ffff:ffff:ffff:ffff").status_code == 429
+    )
+    assert signed_in(sign_in(path, "alice", "password", ip="2001:db8:1:3::1"))
+
+
+@override_settings(REST_FRAMEWORK={**settings.REST_FRAMEWORK, "NUM_PROXIES": 1})
+def test_behind_a_proxy_an_ipv6_client_is_counted_by_its_64(staff):
+    def via_proxy(client_ip: str, forged: str) -> dict:
+        return {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": f"{forged}, {client_ip}"}
+
+    for n in range(settings.LOGIN_FAILURE_LIMIT):
+        Client().post(
+            CLI_LOGIN,
+            {"username": f"guess{n}", "password": "wrong"},
+            **via_proxy(f"2001:db8:1:2:{n + 1:x}::1", f"2001:db8:9:{n + 1:x}::1"),
+        )
+
+    def attempt(client_ip):
+        return Client().post(
+            CLI_LOGIN,
+            {"username": "alice", "password": "password"},
+            **via_proxy(client_ip, "2001:db8:9::1"),
+        )
+
+    assert attempt("2001:db8:1:2::abcd").status_code == 429
+    assert signed_in(attempt("2001:db8:1:3::abcd"))
+
+
+def test_an_ipv4_mapped_address_is_counted_as_its_ipv4_address(staff):
+    for n in range(settings.LOGIN_FAILURE_LIMIT):
+        fail(CLI_LOGIN, 1, username=f"guess{n}", ip="::ffff:198.51.100.1")
+
+    assert sign_in(CLI_LOGIN, "alice", "password", ip="198.51.100.1").status_code == 429
+    # and not as the IPv6 network all mapped addresses share
+    assert signed_in(sign_in(CLI_LOGIN, "alice", "password", ip="::ffff:198.51.100.2"))
+
+
+@override_settings(CLIENT_IPV6_PREFIX_LENGTH=48)
+def test_the_ipv6_network_size_is_configurable(staff):
+    for n in range(settings.LOGIN_FAILURE_LIMIT):
+        fail(CLI_LOGIN, 1, username=f"guess{n}", ip=f"2001:db8:1:{n + 1:x}::1")
+
+    assert sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:1:ffff::1").status_code == 429
+    assert signed_in(sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:2::1"))
