@@ -1,7 +1,6 @@
 """/api/schema/ checked by two OpenAPI linters we did not write: Redocly's `lint` (recommended
 rules) and Stoplight's Spectral (oas ruleset). Both must find nothing, warnings included; the
-rules turned off or excepted are in tests/external/ (redocly.yaml, .redocly.lint-ignore.yaml,
-.spectral.yaml), each with its reason."""
+rules turned off are in tests/external/ (redocly.yaml, .spectral.yaml), each with its reason."""
 
 import json
 import os
@@ -12,7 +11,6 @@ import pytest
 from rest_framework.test import APIClient
 
 EXTERNAL = Path(__file__).resolve().parents[1] / "external"
-# Where the ignore file expects it (its entries are keyed by this path).
 SCHEMA_FILE = EXTERNAL / "build" / "schema.yaml"
 QUIET_NODE = {
     **os.environ,
