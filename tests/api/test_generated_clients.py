@@ -134,6 +134,7 @@ def test_python_client_conversation(live_server, python_client, conversation_use
         WebhookDestinationCreatedResponse,
         WebhookDestinationPutRequest,
     )
+    from storefront_api_client.types import UNSET
 
     user, api_key = conversation_user
     client = AuthenticatedClient(base_url=live_server.url, token=api_key)
@@ -162,8 +163,9 @@ def test_python_client_conversation(live_server, python_client, conversation_use
     assert expect(replayed, 201, StoreCreatedResponse).data.id == store.id
     assert replayed.headers["Idempotent-Replayed"] == "true"
     assert (
-        expect(stores_retrieve.sync_detailed(int(store.id), client=client), 200, StoreResponse)
-        .data.slug
+        expect(
+            stores_retrieve.sync_detailed(int(store.id), client=client), 200, StoreResponse
+        ).data.slug
         == "generated-python"
     )
     in_store = {"client": client, "x_store": store.slug}
@@ -215,9 +217,7 @@ def test_python_client_conversation(live_server, python_client, conversation_use
 
     seen, pages = [], 0
     page = expect(
-        coupons_list.sync_detailed(
-            limit=15, with_trashed=CouponsListWithTrashed.TRUE, **in_store
-        ),
+        coupons_list.sync_detailed(limit=15, with_trashed=CouponsListWithTrashed.TRUE, **in_store),
         200,
         PaginatedCouponList,
     )
@@ -243,7 +243,7 @@ def test_python_client_conversation(live_server, python_client, conversation_use
     events, cursor = [], None
     while True:
         polled = expect(
-            events_list.sync_detailed(limit=7, **({"cursor": cursor} if cursor else {}), **in_store),
+            events_list.sync_detailed(limit=7, cursor=cursor or UNSET, **in_store),
             200,
             PaginatedEventList,
         )
@@ -277,9 +277,7 @@ def test_python_client_conversation(live_server, python_client, conversation_use
     read_only = AuthenticatedClient(
         base_url=live_server.url, token=make_api_key(user, abilities=("account:read",))
     )
-    expect_error(
-        coupons_list.sync_detailed(client=read_only, x_store=store.slug), 403, "forbidden"
-    )
+    expect_error(coupons_list.sync_detailed(client=read_only, x_store=store.slug), 403, "forbidden")
     invalid = coupons_create.sync_detailed(
         body=CouponPercentageRequest(
             code="PY01", type_=CouponPercentageTypeEnum.PERCENTAGE, discount=10, store_wide=True
