@@ -18,6 +18,10 @@ UV := $(LOCK_VENV)/bin/uv
 UV_COMPILE := $(UV) pip compile pyproject.toml --quiet --universal --python-version 3.11 \
 	--generate-hashes --custom-compile-command "make lock" $(if $(UPGRADE),--upgrade)
 
+# Checks written by others that the suite runs (axe-core now): npm packages at the exact
+# versions of tests/external/package-lock.json, run with the machine's Node.
+NODE_STAMP := tests/external/node_modules/.package-lock.json
+
 .PHONY: run test lint test-deps install lock
 
 $(RUN_STAMP): $(RUN_LOCK) pyproject.toml
@@ -55,7 +59,10 @@ test-deps:
 
 # CI's run (.ci/run): lint, then the production checks (migrations match the models; Django's
 # deploy checklist with the production settings), then the suite. The first failure stops it.
-test: $(DEV_STAMP) test-deps lint
+$(NODE_STAMP): tests/external/package.json tests/external/package-lock.json | test-deps
+	npm ci --prefix tests/external --no-audit --no-fund --loglevel=error
+
+test: $(DEV_STAMP) test-deps $(NODE_STAMP) lint
 	bin/with-test-services bin/check-production
 	bin/with-test-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -28,6 +28,7 @@ class MeViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="me_retrieve",
+        summary="The account behind the credential",
         responses={200: data_envelope("MeResponse", MeSerializer), **error_responses(403)},
         examples=[response_example("Me", {"data": ME_EXAMPLE})],
     )
@@ -47,6 +48,7 @@ class PermissionsViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="permissions_retrieve",
+        summary="What the credential may do in the selected store",
         parameters=[STORE_HEADER_PARAMETER],
         responses={
             200: data_envelope("PermissionsResponse", PermissionsSerializer),

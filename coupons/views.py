@@ -43,11 +43,15 @@ COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
     list=extend_schema(
         operation_id="coupons_list",
         summary="List the store's coupons, oldest first (id order)",
+        description="A Laravel-style page of the store's live coupons; `with_trashed=true` adds "
+        "the soft-deleted ones, `only_trashed=true` lists only them. API keys only (v1).",
         responses={200: CouponSerializer(many=True), **error_responses(403, 422)},
     ),
     create=extend_schema(
         operation_id="coupons_create",
         summary="Create a coupon",
+        description="A percentage or amount coupon; its code must be unused among the store's "
+        "live coupons (422 on `code` otherwise). API keys only (v1).",
         request=CouponCreateRequest,
         responses={201: CouponSerializer, **error_responses(403, 409, 415, 422)},
         examples=[
@@ -60,12 +64,15 @@ COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
         operation_id="coupons_retrieve",
         parameters=[COUPON_ID_PARAMETER],
         summary="A live coupon of the store",
+        description="A soft-deleted coupon, or another store's, is a 404. API keys only (v1).",
         responses={200: CouponSerializer, **error_responses(403, 404)},
     ),
     partial_update=extend_schema(
         operation_id="coupons_update",
         parameters=[COUPON_ID_PARAMETER],
         summary="Change some fields of a live coupon",
+        description="Only the fields sent change; the result is checked as a whole (422). A "
+        "code already used by a live coupon is a 422 on `code`. API keys only (v1).",
         request=CouponWriteSerializer(partial=True),
         responses={200: CouponSerializer, **error_responses(403, 404, 409, 415, 422)},
         examples=[
@@ -79,6 +86,8 @@ COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
         operation_id="coupons_destroy",
         parameters=[COUPON_ID_PARAMETER],
         summary="Soft-delete a coupon (204); it then answers 404 and frees its code",
+        description="The coupon stays listed with `with_trashed` / `only_trashed` but can no "
+        "longer be read, changed or applied. API keys only (v1).",
         request=None,
         responses={204: None, **error_responses(403, 404, 409, 422)},
     ),

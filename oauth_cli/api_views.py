@@ -39,6 +39,7 @@ class InstallationViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="oauth_installation_retrieve",
+        summary="The CLI's connection to the account",
         responses={
             200: data_envelope("InstallationResponse", InstallationSerializer),
             **error_responses(403, 404),
@@ -52,6 +53,7 @@ class InstallationViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="oauth_installation_destroy",
+        summary="Disconnect the CLI",
         responses={
             204: OpenApiResponse(description="Disconnected: codes and all token families revoked."),
             **error_responses(403, 404),

@@ -107,12 +107,19 @@ def _ref(component: str) -> dict:
 
 
 def _form_operation(
-    operation_id: str, summary: str, body: dict, security, responses, examples: dict
+    operation_id: str,
+    summary: str,
+    description: str,
+    body: dict,
+    security,
+    responses,
+    examples: dict,
 ) -> dict:
     """An operation whose required body is an HTML form (application/x-www-form-urlencoded)."""
     return {
         "operationId": operation_id,
         "summary": summary,
+        "description": description,
         "tags": [TAG],
         "security": security,
         "requestBody": {
@@ -357,6 +364,8 @@ def _paths() -> dict:
             "get": {
                 "operationId": "oauth_authorization_server_metadata",
                 "summary": "Authorization server metadata (RFC 8414)",
+                "description": "Where the CLI finds the authorization, token and revocation "
+                "endpoints, and what they support (S256 PKCE only, public client, no secret).",
                 "tags": [TAG],
                 "security": [{}],
                 "responses": {
@@ -374,6 +383,10 @@ def _paths() -> dict:
             "get": {
                 "operationId": "oauth_authorize",
                 "summary": "Consent page of the authorization request (RFC 6749 §4.1.1)",
+                "description": "Opened by the CLI in the user's browser. A signed-in browser "
+                "gets the consent page; an anonymous one is sent to sign in first. Only the "
+                "official CLI's client id, a loopback `/callback` redirect URI and S256 PKCE "
+                "are accepted.",
                 "tags": [TAG],
                 "security": [{"browserSession": []}, {}],
                 "parameters": _authorize_query_parameters(),
@@ -420,6 +433,8 @@ def _paths() -> dict:
             "post": _form_operation(
                 "oauth_authorize_approve",
                 "Approve the consent page (or refuse with `_method=DELETE`)",
+                "The consent page's Approve button: the browser is sent back to the CLI's "
+                "loopback callback with a single-use code, `state` and `iss`.",
                 _ref("ConsentApprovalForm"),
                 browser,
                 _authorize_answer_responses(),
@@ -435,6 +450,8 @@ def _paths() -> dict:
             "delete": _form_operation(
                 "oauth_authorize_refuse",
                 "Refuse the consent page",
+                "The consent page's Refuse button: the browser is sent back to the CLI's "
+                "callback with `error=access_denied`, `state` and `iss`; nothing is granted.",
                 _ref("ConsentRefusalForm"),
                 browser,
                 _authorize_answer_responses(),
@@ -445,6 +462,9 @@ def _paths() -> dict:
             "post": _form_operation(
                 "oauth_token",
                 "Exchange a code or rotate a refresh token",
+                "`authorization_code` with the PKCE verifier, or `refresh_token`: each answer "
+                "is a new access and refresh token pair, and a refresh token works once "
+                "(using one twice revokes its whole family).",
                 {"oneOf": [_ref("AuthorizationCodeTokenRequest"), _ref("RefreshTokenRequest")]},
                 client_security,
                 {
@@ -492,11 +512,14 @@ def _paths() -> dict:
             "post": _form_operation(
                 "oauth_revoke",
                 "Revoke a token: disconnects the CLI installation (RFC 7009)",
+                "Sent by the CLI when it disconnects. A live access or refresh token of the CLI "
+                "disconnects its installation; an unknown token changes nothing. Both answer "
+                "200.",
                 _ref("RevocationRequest"),
                 client_security,
                 {
                     "200": _json(
-                        {"type": "array", "maxItems": 0},
+                        {"type": "array", "items": {}, "maxItems": 0},
                         "Revoked, or the token was unknown (RFC 7009 §2.2): `[]`.",
                         {"Cache-Control": NO_STORE},
                         _examples(revoked=[]),

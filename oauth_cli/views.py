@@ -61,9 +61,12 @@ def oauth_error(request, error: str, description: str, status: int = 400):
     """A non-redirectable protocol error: JSON, or the same as a page for a browser."""
     body = {"error": error, "error_description": description}
     if "text/html" in request.headers.get("Accept", ""):
-        response = render(request, "oauth_cli/error.html", body, status=status)
-        _protect_page(response, nonce=None)
-        return response
+        # Styled like the sign-in and consent pages (one nonce'd style block, no other source).
+        nonce = secrets.token_urlsafe(16)
+        response = render(
+            request, "oauth_cli/error.html", {**body, "csp_nonce": nonce}, status=status
+        )
+        return _protect_page(response, nonce=nonce)
     response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"
     return response

@@ -43,6 +43,7 @@ class StoreViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="stores_list",
+        summary="List the stores the credential can access",
         responses={
             200: data_envelope("StoreListResponse", StoreSerializer, many=True),
             **error_responses(403),
@@ -54,6 +55,7 @@ class StoreViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="stores_create",
+        summary="Create a store (requires an Idempotency-Key)",
         responses={
             201: data_envelope("StoreCreatedResponse", StoreCreatedSerializer),
             **error_responses(403, 409, 415, 422),
@@ -76,6 +78,7 @@ class StoreViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="stores_retrieve",
+        summary="A store the credential can access",
         # The path converter's type: drf-spectacular types a regex lookup as a string.
         parameters=[OpenApiParameter("store", OpenApiTypes.INT, OpenApiParameter.PATH)],
         responses={

@@ -138,6 +138,9 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
 
     @extend_schema(
         operation_id="webhook_destination_retrieve",
+        summary="The store's webhook destination",
+        description="The store's one webhook destination, without its signing secret; a 404 "
+        "when none is set.",
         responses={
             200: data_envelope("WebhookDestinationResponse", WebhookDestinationSerializer),
             **error_responses(403, 404),
@@ -150,6 +153,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
 
     @extend_schema(
         operation_id="webhook_destination_put",
+        summary="Create or replace the store's webhook destination",
         description="Creates (201, with the signing `secret`, shown only now) or replaces "
         "(200, without the secret) the store's one webhook destination.",
         request=WebhookDestinationPutSerializer,
@@ -184,6 +188,9 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
 
     @extend_schema(
         operation_id="webhook_destination_delete",
+        summary="Delete the store's webhook destination",
+        description="Removes the destination (204). Deliveries still waiting for it are never "
+        "sent: `disabled` if never tried, `failed` if tried. A 404 when none is set.",
         responses={204: None, **error_responses(403, 404, 409, 422)},
     )
     @idempotent(operation="webhooks.destination_delete", replayed_statuses=[204, 404])
@@ -193,6 +200,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
 
     @extend_schema(
         operation_id="webhook_destination_rotate_secret",
+        summary="Rotate the destination's signing secret",
         description="Replaces the signing secret and returns it (the only time it is shown). "
         "The previous secret also signs deliveries for 24 hours.",
         request=None,
@@ -226,6 +234,8 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="webhook_event_types_list",
+        summary="List the event types a webhook can receive",
+        description="Every event type the store's destination is sent, with its description.",
         responses={200: WebhookEventTypeListSerializer, **error_responses(403)},
         examples=[response_example("Event types", WEBHOOK_EVENT_TYPES_EXAMPLE)],
     )
@@ -251,6 +261,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
 
     @extend_schema(
         operation_id="webhook_deliveries_list",
+        summary="List the store's webhook deliveries",
         description="The store's webhook deliveries, newest first.",
         responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
     )
@@ -271,6 +282,9 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
 
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",
+        summary="A webhook delivery, with its attempts",
+        description="One delivery of the store: its status, the destination's last answer and "
+        "each attempt. Another store's delivery, or an id that is not a UUID, is a 404.",
         parameters=[DELIVERY_PATH_PARAMETER],
         responses={
             200: data_envelope("WebhookDeliveryResponse", WebhookDeliverySerializer),
@@ -284,6 +298,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
 
     @extend_schema(
         operation_id="webhook_deliveries_replay",
+        summary="Replay a delivery as a new pending delivery",
         description="Sends the retained event again to the configured destination as a new "
         "`pending` delivery (new id, same event_id). It never repeats the business action; "
         "the destination, payload and query cannot be overridden (the body must be `{}`).",
