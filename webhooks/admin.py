@@ -6,7 +6,7 @@ from django.contrib.auth import get_permission_codename
 from django.urls import reverse
 from oauth2_provider.admin import mask_credential
 
-from accounts.admin_secrets import secret_shown_once_response
+from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from config.api.errors import ApiError, RateLimited
 from stores.admin_filters import StoreSlugFilter
 from webhooks.addresses import url_origin
@@ -19,7 +19,7 @@ from webhooks.services import (
 
 
 @admin.register(WebhookDestination)
-class WebhookDestinationAdmin(admin.ModelAdmin):
+class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
     list_display = [
         "store",
         "destination",
@@ -31,7 +31,8 @@ class WebhookDestinationAdmin(admin.ModelAdmin):
     list_filter = ["enabled", "disabled_reason", StoreSlugFilter]
     list_select_related = ["store"]
     autocomplete_fields = ["store"]
-    search_fields = ["store__slug", "url"]
+    # Not the URL: a search by its path would reveal the path one guess at a time.
+    search_fields = ["store__slug"]
     readonly_fields = [
         "store",
         "destination",
@@ -48,9 +49,11 @@ class WebhookDestinationAdmin(admin.ModelAdmin):
     # The secrets themselves are never rendered; a masked tail tells two of them apart. Nor is
     # the URL: its path or query can be a credential (hooks.slack.com/services/...).
     exclude = ["url", "secret", "previous_secret"]
+    secret_fields = ("url", "secret", "previous_secret")
     actions = ["enable", "disable", "rotate_secret"]
 
-    @admin.display(description="destination", ordering="url")
+    # Not sortable either: the order of the full URLs would reveal their paths too.
+    @admin.display(description="destination")
     def destination(self, destination: WebhookDestination) -> str:
         return url_origin(destination.url)
 

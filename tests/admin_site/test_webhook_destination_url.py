@@ -102,3 +102,13 @@ def test_admin_pages_show_the_destination_origin_not_its_url(destination):
         assert "https://hooks.example.com" in page
         for part in CREDENTIAL_PARTS:
             assert part not in page
+
+
+def test_searching_by_a_piece_of_the_url_path_finds_nothing(destination):
+    viewer = staff_client_with("webhooks.view_webhookdestination")
+
+    by_path = viewer.get(DESTINATIONS, {"q": "s3cr3tPath"}).content.decode()
+    by_store = viewer.get(DESTINATIONS, {"q": destination.store.slug}).content.decode()
+
+    assert "0 webhook destinations" in by_path
+    assert "1 webhook destination" in by_store
