@@ -8,13 +8,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.abilities import GRANTABLE_ABILITIES
-from accounts.admin_secrets import secret_shown_once_response
+from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create, api_key_expiry_validate, api_key_revoke
 from config.api.errors import ValidationFailed
 from stores.admin_filters import store_slug_filter
 
+# Django's UserAdmin already refuses query-string lookups on the password hash.
 admin.site.register(User, UserAdmin)
+
 
 # "Not used recently" in the usage filter: keys idle this long are candidates for revoking.
 IDLE_AFTER = timedelta(days=90)
@@ -88,8 +90,9 @@ class UsageFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(SecretLookupsRefused, admin.ModelAdmin):
     form = ApiKeyForm
+    secret_fields = ("key_hash",)
     list_display = [
         "name",
         "prefix",
