@@ -8,16 +8,27 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.abilities import GRANTABLE_ABILITIES
-from accounts.admin_secrets import secret_shown_once_response
+from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create, api_key_expiry_validate, api_key_revoke
 from config.api.errors import ValidationFailed
 from stores.admin_filters import store_slug_filter
 
+# Django's UserAdmin already refuses query-string lookups on the password hash.
 admin.site.register(User, UserAdmin)
+
 
 # "Not used recently" in the usage filter: keys idle this long are candidates for revoking.
 IDLE_AFTER = timedelta(days=90)
+# Chosen when a key is issued, read-only afterwards (ApiKeyAdmin.get_readonly_fields).
+ISSUED_KEY_FIXED_FIELDS = [
+    "user",
+    "abilities",
+    "store_access",
+    "stores",
+    "current_store",
+    "expires_at",
+]
 
 
 class ApiKeyForm(forms.ModelForm):
@@ -79,8 +90,9 @@ class UsageFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(SecretLookupsRefused, admin.ModelAdmin):
     form = ApiKeyForm
+    secret_fields = ("key_hash",)
     list_display = [
         "name",
         "prefix",
@@ -112,10 +124,16 @@ class ApiKeyAdmin(admin.ModelAdmin):
     actions = ["revoke_keys"]
 
     def get_readonly_fields(self, request, obj=None):
-        # The lifetime is fixed at creation; a longer one is a new key (rotation).
-        if obj is not None:
-            return [*self.readonly_fields, "expires_at"]
-        return self.readonly_fields
+        if obj is None:
+            return self.readonly_fields
+        # An issued key's owner, grants and lifetime are fixed: other ones are a new key. Staff
+        # who may revoke (change) must not hand a live secret to another user or widen it.
+        fixed = [*self.readonly_fields, *ISSUED_KEY_FIXED_FIELDS]
+        if obj.current_store_id is None and obj.current_store_deleted_at is not None:
+            # The one exception: re-pinning a key whose current store was deleted. It is
+            # refused without X-STORE until then, so no working integration is moved.
+            fixed.remove("current_store")
+        return fixed
 
     def save_model(self, request, obj, form, change):
         if change:

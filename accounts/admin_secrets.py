@@ -1,4 +1,5 @@
-"""The admin page that shows a new secret once (a new API key, a new webhook signing secret).
+"""Secrets in the admin: the page that shows a new secret once (a new API key, a new webhook
+signing secret), and no changelist filter on a secret field.
 
 Rendered as the answer to the POST that made the secret, with `Cache-Control: no-store`: the
 secret is in that one response body only. A message would put it in the `messages` cookie
@@ -7,6 +8,7 @@ request; a cached page would keep it on disk.
 """
 
 from django.contrib.admin import ModelAdmin
+from django.db.models.constants import LOOKUP_SEP
 from django.template.response import TemplateResponse
 from django.utils.cache import add_never_cache_headers
 
@@ -30,3 +32,20 @@ def secret_shown_once_response(
     response = TemplateResponse(request, "admin/secret_shown_once.html", context)
     add_never_cache_headers(response)  # max-age=0, no-cache, no-store, must-revalidate, private
     return response
+
+
+class SecretLookupsRefused:
+    """ModelAdmin mixin: no query-string filter on a field of `secret_fields`.
+
+    Django's changelist accepts a lookup on any of the model's own fields in its query string
+    (`?secret__startswith=whsec_a`): on a secret one, whether the list is empty tells whether
+    the secret starts with the guess, so it can be read a character at a time without ever
+    being shown. Such a request answers 400 (DisallowedModelAdminLookup).
+    """
+
+    secret_fields: tuple[str, ...] = ()
+
+    def lookup_allowed(self, lookup, value, request):
+        if lookup.split(LOOKUP_SEP, 1)[0] in self.secret_fields:
+            return False
+        return super().lookup_allowed(lookup, value, request)

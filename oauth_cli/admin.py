@@ -13,6 +13,7 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 
+from accounts.admin_secrets import SecretLookupsRefused
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.services import installation_revoke, token_family_revoke
 
@@ -61,9 +62,11 @@ for model, admin_class in [
         model,
         type(
             f"ViewOnly{admin_class.__name__}",
-            (ViewOnlyAdminMixin, admin_class),
+            (SecretLookupsRefused, ViewOnlyAdminMixin, admin_class),
             {
                 "exclude": SECRET_FIELDS[model],
+                # Nor filtered on: ?token__startswith=... would read a live token out.
+                "secret_fields": tuple(SECRET_FIELDS[model]),
                 # Users by autocomplete, as in every other admin (DOT uses a raw id input).
                 "raw_id_fields": [
                     name for name in getattr(admin_class, "raw_id_fields", ()) if name != "user"
@@ -121,12 +124,13 @@ class InstallationAdmin(admin.ModelAdmin):
 
 
 @admin.register(TokenFamily)
-class TokenFamilyAdmin(admin.ModelAdmin):
+class TokenFamilyAdmin(SecretLookupsRefused, admin.ModelAdmin):
     list_display = ("id", "installation", "created_at", "expires_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("installation__user__username", "id")
     readonly_fields = ("id", "installation", "created_at", "expires_at", "revoked_at")
     exclude = ("code_checksum",)
+    secret_fields = ("code_checksum",)
     actions = ["revoke_families"]
 
     def has_add_permission(self, request):

@@ -6,9 +6,10 @@ from django.contrib.auth import get_permission_codename
 from django.urls import reverse
 from oauth2_provider.admin import mask_credential
 
-from accounts.admin_secrets import secret_shown_once_response
+from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from config.api.errors import ApiError, RateLimited
 from stores.admin_filters import StoreSlugFilter
+from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (
     delivery_replay,
@@ -18,15 +19,23 @@ from webhooks.services import (
 
 
 @admin.register(WebhookDestination)
-class WebhookDestinationAdmin(admin.ModelAdmin):
-    list_display = ["store", "url", "enabled", "disabled_reason", "failing_since", "updated_at"]
+class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
+    list_display = [
+        "store",
+        "destination",
+        "enabled",
+        "disabled_reason",
+        "failing_since",
+        "updated_at",
+    ]
     list_filter = ["enabled", "disabled_reason", StoreSlugFilter]
     list_select_related = ["store"]
     autocomplete_fields = ["store"]
-    search_fields = ["store__slug", "url"]
+    # Not the URL: a search by its path would reveal the path one guess at a time.
+    search_fields = ["store__slug"]
     readonly_fields = [
         "store",
-        "url",
+        "destination",
         "event_types",
         "enabled",
         "disabled_reason",
@@ -37,9 +46,16 @@ class WebhookDestinationAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     ]
-    # The secrets themselves are never rendered; a masked tail tells two of them apart.
-    exclude = ["secret", "previous_secret"]
+    # The secrets themselves are never rendered; a masked tail tells two of them apart. Nor is
+    # the URL: its path or query can be a credential (hooks.slack.com/services/...).
+    exclude = ["url", "secret", "previous_secret"]
+    secret_fields = ("url", "secret", "previous_secret")
     actions = ["enable", "disable", "rotate_secret"]
+
+    # Not sortable either: the order of the full URLs would reveal their paths too.
+    @admin.display(description="destination")
+    def destination(self, destination: WebhookDestination) -> str:
+        return url_origin(destination.url)
 
     @admin.display(description="signing secret")
     def signing_secret(self, destination: WebhookDestination) -> str:
@@ -86,7 +102,7 @@ class WebhookDeliveryAttemptInline(admin.TabularInline):
     can_delete = False
     fields = readonly_fields = [
         "number",
-        "url",
+        "destination",
         "started_at",
         "duration_ms",
         "response_status",
@@ -96,6 +112,11 @@ class WebhookDeliveryAttemptInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="destination")
+    def destination(self, attempt: WebhookDeliveryAttempt) -> str:
+        # The origin, as for the destination itself (WebhookDestinationAdmin.destination).
+        return url_origin(attempt.url)
 
 
 @admin.register(WebhookDelivery)

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from config.list_totals import ListTotals
+from webhooks.addresses import url_origin
 
 
 class WebhookDestination(models.Model):
@@ -44,7 +45,9 @@ class WebhookDestination(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self):
-        return f"{self.store_id} -> {self.url}"
+        # The origin only: the path or query can be a credential (hooks.slack.com/services/...),
+        # and this text goes to admin messages (a cookie), LogEntry and delete confirmations.
+        return f"{self.store_id} -> {url_origin(self.url)}"
 
 
 class WebhookDelivery(models.Model):

@@ -7,3 +7,6 @@ class ApiConfig(AppConfig):
     name = "config.api"
     label = "api"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from config import deploy_checks  # noqa: F401  (registers the deploy checks)

@@ -10,6 +10,7 @@ import os
 
 from django.conf import settings
 from django.http import Http404, HttpResponse
+from django.middleware.security import SecurityMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -57,9 +58,21 @@ def _metrics_page(request):
     return response
 
 
+def _refusal(request):
+    """What a path that does not exist answers: over plain HTTP in production, the HTTPS
+    redirect (/metrics itself is exempt from it, for scrapers on the private network), then the
+    404. Django's own rule, SecurityMiddleware's, without the exemption."""
+    https_redirect = SecurityMiddleware(lambda request: None)
+    https_redirect.redirect_exempt = []
+    redirect = https_redirect.process_request(request)
+    if redirect is not None:
+        return redirect
+    raise Http404
+
+
 @csrf_exempt
 def metrics(request):
     # Access first: a refused client learns nothing, not even which methods the path allows.
     if not scrape_allowed(request):
-        raise Http404
+        return _refusal(request)
     return _metrics_page(request)

@@ -78,6 +78,21 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
+# Django's four: passwords set through its forms (admin, createsuperuser, changepassword) are
+# not like the user's attributes, at least 8 characters, not common, not all digits.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
+# `seed_demo` makes a superuser whose password is "demo": only settings for a machine of one's
+# own (dev, test) turn it on; production and anything else built on base refuse it.
+SEED_DEMO_ALLOWED = False
+
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 AUTH_USER_MODEL = "accounts.User"

@@ -10,6 +10,9 @@ from config.settings.base import VAR_DIR
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
+# `make run` seeds its demo user, store and key (accounts/management/commands/seed_demo.py).
+SEED_DEMO_ALLOWED = True
+
 SILENCED_SYSTEM_CHECKS = [
     # django-axes counts sign-in failures in the file cache here, whose add/incr are not atomic
     # across processes: concurrent guesses may be undercounted by a few. Acceptable for the

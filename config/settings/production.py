@@ -55,8 +55,9 @@ SESSION_COOKIE_HTTPONLY = True
 # HTTPS only. Behind a proxy that terminates TLS and redirects plain HTTP itself,
 # SECURE_SSL_REDIRECT=false leaves that to the proxy; HSTS stays on either way.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-# Load balancers probe over plain HTTP and do not follow redirects; Prometheus scrapes the
-# instance directly (/metrics has its own allow-list or token).
+# Load balancers probe over plain HTTP and do not follow redirects; Prometheus scrapes each
+# instance directly (gunicorn speaks no TLS). /metrics answers only its allow-list or token and
+# redirects anyone else like any path (config/metrics/views.py; README.md "Production").
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^status$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.count("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)

@@ -170,3 +170,83 @@ def test_saving_a_key_without_choosing_a_store_keeps_it_refused(user, store, cli
     key.refresh_from_db()
     assert key.name == "renamed" and key.current_store_deleted_at is not None
     assert client_for(secret).get("/api/v2/permissions").status_code == 403
+
+
+def test_an_issued_keys_owner_and_grants_cannot_be_changed(user, store, client_for):
+    # given: a live key of `user`, restricted to `store`, and staff who may revoke (change)
+    other_store = MembershipFactory(user=user).store
+    secret = make_api_key(
+        user,
+        abilities=["account:read"],
+        store_access="selected",
+        stores=[store],
+        current_store=store,
+    )
+    key = ApiKey.objects.get(user=user)
+    intruder = UserFactory()
+    MembershipFactory(user=intruder, store=other_store)
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
+    # when: the change form is posted with another owner and wider grants
+    response = editor.post(
+        f"{CHANGELIST}{key.pk}/change/",
+        {
+            "user": intruder.pk,
+            "name": "renamed",
+            "abilities": ["*"],
+            "store_access": "all",
+            "stores": [store.pk, other_store.pk],
+            "current_store": other_store.pk,
+        },
+    )
+    # then: only the name changed; the key still acts as `user` on `store` with its abilities
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert key.name == "renamed"
+    assert (key.user_id, key.abilities, key.store_access, key.current_store_id) == (
+        user.pk,
+        ["account:read"],
+        "selected",
+        store.pk,
+    )
+    assert list(key.stores.values_list("pk", flat=True)) == [store.pk]
+    me = client_for(secret).get("/api/v2/me")
+    assert me.status_code == 200
+    assert me.json()["data"]["username"] == user.username
+
+
+def test_the_change_form_offers_no_input_for_the_owner_or_the_grants(user, store):
+    make_api_key(user, current_store=store)
+    key = ApiKey.objects.get(user=user)
+    editor = staff_client_with("accounts.view_apikey", "accounts.change_apikey")
+
+    html = editor.get(f"{CHANGELIST}{key.pk}/change/").content.decode()
+
+    assert 'name="name"' in html
+    for field in ("user", "abilities", "store_access", "stores", "current_store"):
+        assert f'name="{field}"' not in html, field
+
+
+def test_creating_a_key_still_chooses_its_owner_and_grants(user, store):
+    owner = UserFactory()
+    MembershipFactory(user=owner, store=store)
+    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
+
+    response = creator.post(
+        ADD,
+        add_form(
+            owner,
+            abilities=["account:read", "coupon:read"],
+            store_access="selected",
+            stores=[store.pk],
+            current_store=store.pk,
+        ),
+    )
+
+    assert response.status_code == 200
+    key = ApiKey.objects.get(user=owner)
+    assert (key.abilities, key.store_access, key.current_store_id) == (
+        ["account:read", "coupon:read"],
+        "selected",
+        store.pk,
+    )
+    assert list(key.stores.values_list("pk", flat=True)) == [store.pk]

@@ -438,3 +438,42 @@ def test_prepared_statements_follow_connection_reuse_unless_told(env, prepared):
     assert settings_of(environment, "DATABASE_PREPARED_STATEMENTS") == {
         "DATABASE_PREPARED_STATEMENTS": prepared
     }
+
+
+@pytest.mark.parametrize(
+    ("relaxation", "check"),
+    [
+        ({"WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS": "true"}, "storefront.E001"),
+        ({"SECURE_COOKIES": "false"}, "storefront.E002"),
+    ],
+)
+def test_check_deploy_fails_on_a_make_run_relaxation_under_production(relaxation, check):
+    # given: production settings that inherited one of `make run`'s opt-ins
+    environment = production_environment(**relaxation)
+    # when: the deploy checklist runs at its default level (errors only)
+    result = manage("check", "--deploy", environment=environment)
+    # then: an error, not a warning one may overlook
+    assert result.returncode != 0
+    assert "ERROR" in result.stderr and check in result.stderr, result.stderr
+
+
+def test_every_settings_module_validates_passwords_with_djangos_four_validators():
+    validators = [
+        "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+        "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "django.contrib.auth.password_validation.CommonPasswordValidator",
+        "django.contrib.auth.password_validation.NumericPasswordValidator",
+    ]
+    for environment in (production_environment(), dev_environment()):
+        configured = settings_of(environment, "AUTH_PASSWORD_VALIDATORS")
+        names = [v["NAME"] for v in configured["AUTH_PASSWORD_VALIDATORS"]]
+        assert names == validators, environment["DJANGO_SETTINGS_MODULE"]
+
+
+def test_seed_demo_refuses_to_run_under_production_settings():
+    # seed_demo makes a superuser whose password is "demo"
+    result = manage("seed_demo", environment=production_environment())
+
+    assert result.returncode != 0
+    assert "CommandError: seed_demo" in result.stderr, result.stderr
+    assert "Demo data ready" not in result.stdout

@@ -1,5 +1,5 @@
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from accounts.abilities import ALL, ROLE_OWNER
@@ -17,6 +17,12 @@ class Command(BaseCommand):
     help = "Seeds a demo user, store and API key (the key is new on every run and printed)."
 
     def handle(self, *args, **options):
+        if not settings.SEED_DEMO_ALLOWED:
+            # A superuser with a known password must never reach a shared database.
+            raise CommandError(
+                "seed_demo creates a superuser whose password is 'demo'; it runs only under "
+                "the development settings (make run: DJANGO_SETTINGS_MODULE=config.settings.dev)."
+            )
         with transaction.atomic():
             user, created = User.objects.get_or_create(
                 username=DEMO_USERNAME,

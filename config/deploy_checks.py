@@ -1,0 +1,37 @@
+"""Deploy checks of the relaxations `make run` turns on (`manage.py check --deploy`).
+
+Errors, not warnings: `check --deploy` fails on them at its default level, so a production
+environment that inherited `make run`'s opt-ins does not pass with a line of output nobody
+reads. Django's own security.W012 / W016 still warn about the cookies as well.
+"""
+
+from django.conf import settings
+from django.core import checks
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def no_private_webhook_destinations(app_configs, **kwargs):
+    if settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS:
+        return [
+            checks.Error(
+                "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS is on: any store can make the workers send "
+                "requests to plain-http, loopback and private-network addresses (SSRF).",
+                hint="Unset WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS (a `make run` opt-in).",
+                id="storefront.E001",
+            )
+        ]
+    return []
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def cookies_only_over_https(app_configs, **kwargs):
+    if not (settings.SESSION_COOKIE_SECURE and settings.CSRF_COOKIE_SECURE):
+        return [
+            checks.Error(
+                "SECURE_COOKIES is off: the session and CSRF cookies (admin and CLI sign-in) "
+                "are also sent over plain HTTP.",
+                hint="Unset SECURE_COOKIES (a `make run` opt-in for its plain-HTTP server).",
+                id="storefront.E002",
+            )
+        ]
+    return []

@@ -1,0 +1,114 @@
+"""A webhook destination's URL path (and query) can be a credential (hooks.slack.com/services/
+...): the admin names a destination by its origin only, in its pages, its messages (a cookie)
+and its log (LogEntry), for a change and for a deletion alike."""
+
+import pytest
+from django.contrib.admin.models import LogEntry
+
+from tests.admin_users import cookies_carry, sessions_carry, staff_client_with
+from tests.factories import MembershipFactory
+from tests.webhooks.conftest import record_order_completed
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+
+pytestmark = pytest.mark.django_db
+
+CREDENTIAL_PATH = "/services/T0001/B0002/s3cr3tPathCredential"
+CREDENTIAL_QUERY = "token=q5ecretQueryToken"
+URL = f"https://hooks.example.com{CREDENTIAL_PATH}?{CREDENTIAL_QUERY}"
+CREDENTIAL_PARTS = ("s3cr3tPathCredential", "q5ecretQueryToken")
+DESTINATIONS = "/admin/webhooks/webhookdestination/"
+
+
+@pytest.fixture
+def destination():
+    return WebhookDestination.objects.create(
+        store=MembershipFactory().store,
+        url=URL,
+        secret="whsec_0123456789abcdefABCDEF0123",
+        event_types=["order.completed"],
+    )
+
+
+def assert_nothing_carries_the_credential(response, client, *texts: str):
+    for part in CREDENTIAL_PARTS:
+        assert not cookies_carry(response, client, part), part
+        assert not sessions_carry(part), part
+        for text in texts:
+            assert part not in text, part
+
+
+def test_a_destination_is_named_by_its_origin(destination):
+    assert str(destination) == f"{destination.store_id} -> https://hooks.example.com"
+
+
+def test_saving_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_log(
+    destination,
+):
+    # given: staff who may change destinations (every field is read-only, "Save" still logs)
+    editor = staff_client_with(
+        "webhooks.view_webhookdestination", "webhooks.change_webhookdestination"
+    )
+    # when
+    response = editor.post(f"{DESTINATIONS}{destination.pk}/change/", {})
+    # then: the message ("... was changed successfully") and the log entry name the origin
+    assert response.status_code == 302
+    entry = LogEntry.objects.get()
+    assert "hooks.example.com" in entry.object_repr
+    following = editor.get(response["Location"]).content.decode()
+    assert "hooks.example.com" in following
+    assert_nothing_carries_the_credential(
+        response, editor, entry.object_repr, entry.get_change_message(), following
+    )
+
+
+def test_deleting_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_log(
+    destination,
+):
+    remover = staff_client_with(
+        "webhooks.view_webhookdestination", "webhooks.delete_webhookdestination"
+    )
+    confirmation = remover.get(f"{DESTINATIONS}{destination.pk}/delete/")
+    assert confirmation.status_code == 200
+
+    response = remover.post(f"{DESTINATIONS}{destination.pk}/delete/", {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not WebhookDestination.objects.exists()
+    entry = LogEntry.objects.get()
+    assert "hooks.example.com" in entry.object_repr
+    following = remover.get(response["Location"]).content.decode()
+    assert_nothing_carries_the_credential(
+        response, remover, confirmation.content.decode(), entry.object_repr, following
+    )
+
+
+def test_admin_pages_show_the_destination_origin_not_its_url(destination):
+    # given: a delivery to it with an attempt (the attempt keeps the URL it was sent to)
+    delivery = WebhookDelivery.objects.get(
+        event=record_order_completed(destination.store, order_id=1)
+    )
+    WebhookDeliveryAttempt.objects.create(delivery=delivery, number=1, url=URL, response_status=500)
+    viewer = staff_client_with("webhooks.view_webhookdestination", "webhooks.view_webhookdelivery")
+    # when
+    pages = [
+        viewer.get(DESTINATIONS),
+        viewer.get(f"{DESTINATIONS}{destination.pk}/change/"),
+        viewer.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/"),
+    ]
+    # then
+    for response in pages:
+        assert response.status_code == 200
+        page = response.content.decode()
+        assert "https://hooks.example.com" in page
+        for part in CREDENTIAL_PARTS:
+            assert part not in page
+
+
+def test_searching_by_a_piece_of_the_url_path_finds_nothing(destination):
+    viewer = staff_client_with("webhooks.view_webhookdestination")
+
+    by_path = viewer.get(DESTINATIONS, {"q": "s3cr3tPath"}).content.decode()
+    by_store = viewer.get(DESTINATIONS, {"q": destination.store.slug}).content.decode()
+
+    assert "0 webhook destinations" in by_path
+    assert "1 webhook destination" in by_store
