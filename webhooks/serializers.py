@@ -52,8 +52,9 @@ class DestinationUrlField(StrictCharField):
 
     def to_internal_value(self, data):
         url = super().to_internal_value(data)
+        store = self.context.get("store")  # the bound on DNS lookups in flight is per store
         try:
-            return url_check(url)
+            return url_check(url, store_id=store.pk if store is not None else None)
         except DestinationRefused as error:
             raise serializers.ValidationError(str(error)) from None
 
