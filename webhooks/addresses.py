@@ -14,8 +14,11 @@ address outside global unicast 2000::/3 (IANA IPv6 Address Space registry). An I
 that carries an IPv4 address (IPv4-mapped, IPv4-compatible, 6to4, NAT64 well-known and
 local-use, Teredo server and client) is judged as each of them too.
 
-Refusals name the kind of range, never the address: the host's resolved address is internal
-information (the operators' log has it).
+What the API caller reads: an IP literal's refusal names its kind of range; a name's refusal
+is one message whether the name does not resolve, answers too late or resolves to a refused
+address, so that it tells nothing of which internal names exist or where they point. The
+operators' log has the detail (host, address, kind; never the URL's path). An attempt's stored
+error names the kind, never the address; the API does not show it (the admin does).
 """
 
 import ipaddress
