@@ -14,17 +14,22 @@ address outside global unicast 2000::/3 (IANA IPv6 Address Space registry). An I
 that carries an IPv4 address (IPv4-mapped, IPv4-compatible, 6to4, NAT64 well-known and
 local-use, Teredo server and client) is judged as each of them too.
 
-Refusals name the kind of range, never the address: the host's resolved address is internal
-information (the operators' log has it).
+What the API caller reads: an IP literal's refusal names its kind of range; a name's refusal
+is one message whether the name does not resolve, answers too late or resolves to a refused
+address, so that it tells nothing of which internal names exist or where they point. The
+operators' log has the detail (host, address, kind; never the URL's path). An attempt's stored
+error names the kind, never the address; the API does not show it (the admin does).
 """
 
 import ipaddress
 import logging
 import os
+import queue
 import re
 import socket
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -210,52 +215,189 @@ def refusal_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str 
 def address_check(raw_address: str) -> None:
     """Raises DestinationRefused unless the IP may be connected to; the message ("an address
     webhooks may not reach (kind) ...") names the kind of range, never the address."""
-    address = ipaddress.ip_address(raw_address.split("%", 1)[0])
-    kind = refusal_kind(address)
+    kind = refusal_kind(ipaddress.ip_address(raw_address.split("%", 1)[0]))
     if kind is not None:
-        logger.info("webhook destination address %s refused: %s", address, kind)
         raise DestinationRefused(
             f"an address webhooks may not reach ({kind}); only public internet addresses "
             "are allowed"
         )
 
 
-# getaddrinfo has no timeout of its own; lookups run on these threads so that a slow resolver
-# costs a caller at most its timeout (the lookup is abandoned, not cancelled). Per process: a
-# pool's threads do not survive a fork (Celery prefork children).
-_RESOLVER_THREADS = 4
-_resolver: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _resolver_pool() -> ThreadPoolExecutor:
-    global _resolver
-    if _resolver is None or _resolver[0] != os.getpid():
-        _resolver = (os.getpid(), ThreadPoolExecutor(_RESOLVER_THREADS, "webhooks-dns"))
-    return _resolver[1]
+# --- name resolution ----------------------------------------------------------------------
+# getaddrinfo has no timeout and cannot be cancelled: each lookup runs on a thread, and a caller
+# waits for it at most its own timeout, then abandons it (the thread runs on until the C
+# library gives up, which behind a name server that never answers takes 10 s to minutes). So
+# that lookups stalled by one name server take no one else's capacity:
+# - an IP literal is never looked up;
+# - a host has one lookup in flight at a time, which every caller asking for it meanwhile waits
+#   on (single flight): a stalled host holds one thread however often it is asked for;
+# - a store starts lookups of at most DNS_LOOKUPS_PER_STORE hosts at a time (its own stalling
+#   names, asked one after another); beyond that its lookup fails at once;
+# - every other lookup gets a thread at once, up to DNS_LOOKUP_THREADS_MAX per process, a
+#   backstop far above what the stores of one process hold.
+DNS_LOOKUPS_PER_STORE = 4
+DNS_LOOKUP_THREADS_MAX = 128
+_IDLE_THREAD_SECONDS = 60  # an idle lookup thread ends after this
 
 
 class ResolutionTimeout(socket.gaierror):
     """The resolver did not answer within the caller's timeout."""
 
 
-def resolve(host: str, port: int, *, timeout: float) -> list[str]:
-    """Every address `host` resolves to (an IP literal resolves to itself), within `timeout`
-    seconds; a slower answer raises socket.gaierror like an unknown name."""
-    lookup = _resolver_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+class ResolverBusy(socket.gaierror):
+    """The lookup was not started: the store's or the process's lookups in flight are at
+    their bound."""
+
+
+@dataclass(eq=False)
+class _Lookup:
+    host: str
+    store_id: int | None
+    done: threading.Event = field(default_factory=threading.Event)
+    addresses: tuple[str, ...] = ()
+    error: tuple[int, str] | None = None  # (EAI_* code, message) when the lookup failed
+
+
+class _Resolver:
+    """The lookups in flight in this process and the daemon threads that run them (a stalled
+    lookup never holds up the process's exit)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, _Lookup] = {}
+        self._store_lookups: Counter[int] = Counter()
+        self._queue: queue.SimpleQueue[_Lookup] = queue.SimpleQueue()
+        # Threads waiting for a lookup less the lookups queued: a lookup queued while this is
+        # not above 0 gets a new thread.
+        self._idle = 0
+
+    def lookup(self, host: str, *, store_id: int | None) -> _Lookup:
+        """The lookup of `host` in flight, started now if none is."""
+        with self._lock:
+            lookup = self._in_flight.get(host)
+            if lookup is not None:
+                return lookup
+            process_full = len(self._in_flight) >= DNS_LOOKUP_THREADS_MAX
+            store_full = store_id is not None and (
+                self._store_lookups[store_id] >= DNS_LOOKUPS_PER_STORE
+            )
+            if not (process_full or store_full):
+                lookup = _Lookup(host, store_id)
+                self._in_flight[host] = lookup
+                if store_id is not None:
+                    self._store_lookups[store_id] += 1
+                self._queue.put(lookup)
+                thread_needed = self._idle <= 0
+                if not thread_needed:
+                    self._idle -= 1  # an idle thread is promised this lookup
+        if process_full:
+            logger.warning("webhooks DNS: %d lookups in flight, none more", DNS_LOOKUP_THREADS_MAX)
+            raise ResolverBusy(socket.EAI_AGAIN, "too many lookups in flight in this process")
+        if store_full:
+            raise ResolverBusy(
+                socket.EAI_AGAIN, f"{DNS_LOOKUPS_PER_STORE} lookups of this store in flight"
+            )
+        if thread_needed:
+            try:
+                threading.Thread(target=self._serve, name="webhooks-dns", daemon=True).start()
+            except RuntimeError as error:  # no thread to be had: fail this lookup, not the host
+                with self._lock:
+                    self._idle -= 1  # the next thread to take the queued lookup skips it
+                self._finish(lookup, error=(socket.EAI_AGAIN, f"no lookup thread: {error}"))
+        return lookup
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                lookup = self._queue.get(timeout=_IDLE_THREAD_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    try:  # queued for this thread just as it timed out
+                        lookup = self._queue.get_nowait()
+                    except queue.Empty:
+                        self._idle -= 1
+                        return
+            if lookup.done.is_set():
+                with self._lock:
+                    self._idle += 1
+                continue
+            try:
+                infos = socket.getaddrinfo(lookup.host, None, type=socket.SOCK_STREAM)
+            except socket.gaierror as error:
+                self._finish(lookup, error=(error.errno, str(error)), thread_idle=True)
+            except Exception as error:  # UnicodeError of an unencodable name, OSError, ...
+                error_text = f"{type(error).__name__}: {error}"
+                self._finish(lookup, error=(socket.EAI_FAIL, error_text), thread_idle=True)
+            else:
+                addresses = tuple(dict.fromkeys(info[4][0] for info in infos))
+                self._finish(lookup, addresses=addresses, thread_idle=True)
+
+    def _finish(self, lookup: _Lookup, *, addresses=(), error=None, thread_idle=False) -> None:
+        lookup.addresses, lookup.error = addresses, error
+        with self._lock:
+            if thread_idle:  # in the same step, so that a lookup started now takes this thread
+                self._idle += 1
+            if self._in_flight.get(lookup.host) is lookup:
+                del self._in_flight[lookup.host]
+                if lookup.store_id is not None:
+                    self._store_lookups[lookup.store_id] -= 1
+                    if not self._store_lookups[lookup.store_id]:
+                        del self._store_lookups[lookup.store_id]
+        lookup.done.set()
+
+
+_resolver = _Resolver()
+
+
+def _resolver_reset() -> None:
+    # A forked child (a Celery prefork worker) has none of the parent's lookup threads, and the
+    # parent's lock may have been held at fork time: it starts afresh.
+    global _resolver
+    _resolver = _Resolver()
+
+
+os.register_at_fork(after_in_child=_resolver_reset)
+
+
+def ip_literal(host: str) -> bool:
     try:
-        infos = lookup.result(timeout=timeout)
-    except TimeoutError:
-        # Not started yet (every thread busy with stalled lookups): it never will be, so the
-        # queue holds only lookups someone still waits for.
-        lookup.cancel()
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve(host: str, *, timeout: float, store_id: int | None = None) -> list[str]:
+    """Every address `host` resolves to (an IP literal is itself), within `timeout` seconds;
+    a slower answer raises ResolutionTimeout, a lookup not started (the bounds above)
+    ResolverBusy, both socket.gaierror like an unknown name. `store_id`: the store the lookup
+    is for, when one is (the bound per store)."""
+    if ip_literal(host):
+        return [host]
+    lookup = _resolver.lookup(host, store_id=store_id)
+    if not lookup.done.wait(timeout):
         raise ResolutionTimeout(
             socket.EAI_AGAIN, f"resolving {host} took longer than {timeout:g} s"
-        ) from None
-    return list(dict.fromkeys(info[4][0] for info in infos))
+        )
+    if lookup.error is not None:
+        raise socket.gaierror(*lookup.error)
+    return list(lookup.addresses)
 
 
-def url_check(url: str) -> str:
-    """Validates a destination URL at save time; returns it. Raises DestinationRefused."""
+def _name_refused(host: str, timeout: float, detail: str) -> DestinationRefused:
+    """One refusal for a name that does not resolve, answers too late, or resolves to an
+    address webhooks may not reach: telling them apart would tell the caller which internal
+    names exist. The operators' log has the detail (the host, never the URL's path, which may
+    hold a credential)."""
+    logger.info("webhook destination host %s refused: %s", host, detail)
+    return DestinationRefused(
+        f"host {host} did not resolve within {timeout:g} s to public internet addresses only"
+    )
+
+
+def url_check(url: str, *, store_id: int | None = None) -> str:
+    """Validates a destination URL at save time for the store `store_id`; returns it. Raises
+    DestinationRefused."""
     if len(url) > MAX_URL_LENGTH:
         raise DestinationRefused(f"must be at most {MAX_URL_LENGTH} characters")
     if not URL_PATTERN_COMPILED.match(url):
@@ -265,40 +407,39 @@ def url_check(url: str) -> str:
         )
     try:
         parts = urlsplit(url)
-        port = parts.port
+        parts.port  # noqa: B018 (raises ValueError when out of range)
     except ValueError:
         raise DestinationRefused("is not a valid URL") from None
     allowed_schemes = ("https", "http") if private_destinations_allowed() else ("https",)
     if parts.scheme not in allowed_schemes:
         raise DestinationRefused("must be an https URL")
-    if not parts.hostname:
+    host = parts.hostname
+    if not host:
         raise DestinationRefused("must name a host")
     if parts.username is not None or parts.password is not None:
         raise DestinationRefused("may not contain credentials")
     if parts.fragment:
         raise DestinationRefused("may not contain a fragment")
-    port = port or (443 if parts.scheme == "https" else 80)
+    if ip_literal(host):
+        try:
+            address_check(host)
+        except DestinationRefused as refusal:
+            # The caller's own IP literal: naming its kind of range tells them nothing new.
+            raise DestinationRefused(f"host {host} is {refusal}") from None
+        return url
     # Bounded well below the resolver's own timeouts (glibc: 5 s per try and server): this
     # runs inside a synchronous web worker.
     timeout = settings.WEBHOOKS_DNS_TIMEOUT_SECONDS
     try:
-        addresses = resolve(parts.hostname, port, timeout=timeout)
+        addresses = resolve(host, timeout=timeout, store_id=store_id)
     except (OSError, UnicodeError) as error:
         if private_destinations_allowed():
             return url
-        stalled = isinstance(error, ResolutionTimeout)
-        raise DestinationRefused(
-            f"could not resolve host {parts.hostname}"
-            + (f" (no answer within {timeout:g} s)" if stalled else "")
-        ) from None
-    literal = parts.hostname in addresses
+        raise _name_refused(host, timeout, f"does not resolve ({error})") from None
     for address in addresses:
-        try:
-            address_check(address)
-        except DestinationRefused as refusal:
-            # The user's own IP literal may be repeated; what a name resolves to may not.
-            verb = "is" if literal else "resolves to"
-            raise DestinationRefused(f"host {parts.hostname} {verb} {refusal}") from None
+        kind = refusal_kind(ipaddress.ip_address(address.split("%", 1)[0]))
+        if kind is not None:
+            raise _name_refused(host, timeout, f"resolves to {address} ({kind})")
     return url
 
 

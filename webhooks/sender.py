@@ -22,6 +22,7 @@ import hashlib
 import heapq
 import hmac
 import itertools
+import logging
 import os
 import socket
 import threading
@@ -41,6 +42,8 @@ from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConn
 from urllib3.util import connection as urllib3_connection
 
 from webhooks.addresses import DestinationRefused, address_check, resolve
+
+logger = logging.getLogger(__name__)
 
 
 class RefusedConnectionError(NewConnectionError):
@@ -160,7 +163,7 @@ class _CheckedConnectionMixin:
         deadline = _current_deadline()
         budget = deadline.remaining() if deadline else settings.WEBHOOKS_TIMEOUT_SECONDS
         try:
-            addresses = resolve(self._dns_host, self.port, timeout=budget)
+            addresses = resolve(self._dns_host, timeout=budget)
         except socket.gaierror as error:
             raise NameResolutionError(self.host, self, error) from error
         refusal = None
@@ -168,6 +171,10 @@ class _CheckedConnectionMixin:
             try:
                 address_check(address)
             except DestinationRefused as error:
+                # The host, never the URL's path (it may hold a credential).
+                logger.info(
+                    "webhook connection to host %s refused: %s is %s", self.host, address, error
+                )
                 refusal = error
                 continue
             try:
@@ -185,9 +192,13 @@ class _CheckedConnectionMixin:
                 raise NewConnectionError(self, f"Failed to connect: {error}") from error
             # The peer is the address we checked (no resolution happens on an IP literal);
             # checked again so that nothing is sent to an address the check refuses.
+            peer = sock.getpeername()[0]
             try:
-                address_check(sock.getpeername()[0])
+                address_check(peer)
             except DestinationRefused as error:
+                logger.info(
+                    "webhook connection to host %s refused: peer %s is %s", self.host, peer, error
+                )
                 sock.close()
                 raise RefusedConnectionError(
                     self, f"Refused destination: connected to {error}"

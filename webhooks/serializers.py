@@ -52,8 +52,9 @@ class DestinationUrlField(StrictCharField):
 
     def to_internal_value(self, data):
         url = super().to_internal_value(data)
+        store = self.context.get("store")  # the bound on DNS lookups in flight is per store
         try:
-            return url_check(url)
+            return url_check(url, store_id=store.pk if store is not None else None)
         except DestinationRefused as error:
             raise serializers.ValidationError(str(error)) from None
 
@@ -98,8 +99,10 @@ class WebhookDestinationPutSerializer(ClosedObjectSerializer):
 
     url = DestinationUrlField(
         help_text="https URL receiving the deliveries. Private, loopback, link-local and cloud "
-        "metadata addresses (also as what a name resolves to) are refused with 422 unless the "
-        "deployment allows private destinations (development)."
+        "metadata addresses are refused with 422 (link-local and metadata even where the "
+        "deployment allows private destinations, in development). A host name must resolve "
+        "within WEBHOOKS_DNS_TIMEOUT_SECONDS (2 s by default) to allowed addresses only; the "
+        "422 of a name does not say which of these it failed."
     )
     event_types = EventTypeListField(
         help_text="Event types to deliver; see GET /api/v2/webhook-event-types."

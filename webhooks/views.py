@@ -178,7 +178,9 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
         operation="webhooks.destination_put", replayed_statuses=[200, 201, 422]
     )
     def update(self, request):
-        payload = WebhookDestinationPutSerializer(data=request.data)
+        payload = WebhookDestinationPutSerializer(
+            data=request.data, context={"store": request.store}
+        )
         payload.is_valid(raise_exception=True)
         destination, created = destination_put(store=request.store, **payload.validated_data)
         if created:

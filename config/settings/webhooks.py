@@ -16,7 +16,8 @@ WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
 # Connect and read timeout of one attempt.
 WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 # How long saving a destination waits for its host to resolve (inside a synchronous web
-# worker; the resolver itself may take 10 s or more): then 422 "could not resolve host".
+# worker; the resolver itself may take 10 s or more): then the 422 of a name that does not
+# resolve to public addresses.
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
 # A claimed delivery belongs to its worker this long; longer than any attempt can take
 # (connect + read timeouts plus margin), so two workers never send the same attempt.

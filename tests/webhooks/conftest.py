@@ -21,6 +21,7 @@ import pytest
 from django.db import connection, transaction
 
 from events.services import record
+from tests.webhooks.dns import UnresponsiveNameServer
 from webhooks.services import destination_put
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -99,6 +100,14 @@ class Receiver:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture
+def unresponsive_name_server(monkeypatch):
+    """tests.webhooks.dns.UnresponsiveNameServer, answered and closed after the test."""
+    server = UnresponsiveNameServer(monkeypatch)
+    yield server
+    server.close()
 
 
 @pytest.fixture

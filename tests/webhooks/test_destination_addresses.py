@@ -3,20 +3,18 @@ saved (PUT through the API) and when an attempt connects (the sender), and the s
 lookup is bounded by WEBHOOKS_DNS_TIMEOUT_SECONDS even when the name server never answers."""
 
 import ipaddress
-import socket
-import struct
+import logging
 import sys
 import time
 
 import pytest
 
 from tests.webhooks.conftest import destination_for, record_order_completed
+from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDestination
 
 URL = "/api/v2/webhook-destination"
-HOST = "target.example.com"
-PUBLIC_IPV4 = "93.184.216.34"
 
 # (an address inside the range, the kind the refusal names); IANA IPv4 and IPv6
 # Special-Purpose Address Registries, multicast, deprecated and reserved space, and IPv6
@@ -130,23 +128,6 @@ def spellings(address: str) -> set[str]:
     return forms
 
 
-class FakeDns:
-    """socket.getaddrinfo answering HOST with `address` (the machine has no outside DNS)."""
-
-    def __init__(self, monkeypatch, address: str):
-        self.address = address
-        real = socket.getaddrinfo
-
-        def getaddrinfo(host, port, *args, **kwargs):
-            if host != HOST:
-                return real(host, port, *args, **kwargs)
-            if ipaddress.ip_address(self.address).version == 6:
-                return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (self.address, port, 0, 0))]
-            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (self.address, port))]
-
-        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-
-
 @pytest.fixture
 def production(settings):
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
@@ -157,41 +138,68 @@ def dev_flag(settings):
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 
 
-def put(client, url=f"https://{HOST}/in"):
+# The path of a destination URL may hold a credential (hooks.slack.com/services/...): no log
+# line may carry it.
+PATH = "/services/T0001/B0002/path-credential-x7Kq"
+
+
+def put(client, url=f"https://{HOST}{PATH}"):
     return client.put(URL, {"url": url, "event_types": ["order.completed"]}, format="json")
 
 
-def assert_refused_without_the_address(response, address, kind):
+def name_refusal(host=HOST, bound=2):
+    """The one refusal of a name, whatever its lookup found (issue 18, point 11)."""
+    return f"host {host} did not resolve within {bound:g} s to public internet addresses only"
+
+
+@pytest.fixture
+def refusal_log(caplog):
+    """The operators' log lines of webhooks.addresses (INFO and up)."""
+    caplog.set_level(logging.INFO, logger="webhooks.addresses")
+
+    def lines() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "webhooks.addresses"]
+
+    return lines
+
+
+def assert_refused_without_saying_why(response, refusal_log, address, kind):
+    """The caller reads the one refusal of a name; the operators' log has the address and
+    its kind of range, and the host, but not the URL's path."""
     assert response.status_code == 422, response.json()
     body = response.json()
     assert body["param"] == "url"
-    assert kind in body["message"]
-    assert body["errors"]["url"][0] in body["message"]
+    assert body["errors"]["url"] == [name_refusal()]
+    assert body["message"] == f"url: {name_refusal()}"
     for form in spellings(address):
         assert form not in response.content.decode(), form
     assert not WebhookDestination.objects.exists()
+    [line] = refusal_log()
+    assert HOST in line
+    assert f"{address} ({kind}" in line
+    assert PATH.rsplit("/", 1)[-1] not in line
 
 
 @pytest.mark.parametrize(("address", "kind"), DENIED, ids=[row[0] for row in DENIED])
 def test_put_refuses_a_host_resolving_into_a_denied_range(
-    auth_client, production, monkeypatch, address, kind
+    auth_client, production, monkeypatch, refusal_log, address, kind
 ):
     FakeDns(monkeypatch, address)
 
     response = put(auth_client)
 
-    assert_refused_without_the_address(response, address, kind)
+    assert_refused_without_saying_why(response, refusal_log, address, kind)
 
 
 @pytest.mark.parametrize(("address", "kind"), ALWAYS_DENIED, ids=[r[0] for r in ALWAYS_DENIED])
 def test_put_refuses_link_local_and_metadata_even_with_the_dev_flag(
-    auth_client, dev_flag, monkeypatch, address, kind
+    auth_client, dev_flag, monkeypatch, refusal_log, address, kind
 ):
     FakeDns(monkeypatch, address)
 
     response = put(auth_client)
 
-    assert_refused_without_the_address(response, address, kind)
+    assert_refused_without_saying_why(response, refusal_log, address, kind)
 
 
 @pytest.mark.parametrize("address", ALLOWED)
@@ -215,17 +223,32 @@ def test_put_refuses_an_ipv4_literal_in_a_denied_range(auth_client, production):
     ]
 
 
-def test_put_refusal_of_a_name_says_what_is_wrong_but_not_where_it_points(
-    auth_client, production, monkeypatch
+def test_put_refusal_does_not_tell_an_unknown_name_from_a_stalled_or_an_internal_one(
+    auth_client, production, monkeypatch, unresponsive_name_server, refusal_log, settings
 ):
-    FakeDns(monkeypatch, "172.20.1.9")
+    """Issue 18, point 11: which names resolve, and to what kind of internal address, is the
+    operators' knowledge; the caller reads one refusal for every name that fails the check."""
+    settings.WEBHOOKS_DNS_TIMEOUT_SECONDS = 0.5
+    unknown, stalled, internal = "unknown.example.com", stalled_name(), "intranet.example.com"
+    FakeDns(monkeypatch, None, host=unknown)
+    FakeDns(monkeypatch, "172.20.1.9", host=internal)
 
-    response = put(auth_client)
+    responses = {
+        host: put(auth_client, f"https://{host}{PATH}") for host in (unknown, stalled, internal)
+    }
 
-    assert response.json()["errors"]["url"] == [
-        f"host {HOST} resolves to an address webhooks may not reach (private-use); only "
-        "public internet addresses are allowed"
-    ]
+    for host, response in responses.items():
+        assert response.status_code == 422, response.json()
+        assert response.json()["errors"]["url"] == [name_refusal(host, 0.5)]
+    # the operators' log tells them apart, without the path
+    unknown_line, stalled_line, internal_line = refusal_log()
+    assert f"host {unknown} refused: does not resolve" in unknown_line
+    assert "Name or service not known" in unknown_line
+    assert f"host {stalled} refused: does not resolve" in stalled_line
+    assert "longer than 0.5 s" in stalled_line
+    assert f"host {internal} refused: resolves to 172.20.1.9 (private-use)" in internal_line
+    for line in refusal_log():
+        assert "path-credential" not in line
 
 
 # --- send time: the address the attempt connects to --------------------------------------
@@ -253,7 +276,7 @@ def connects():
 def attempt_refused_at_connect(store, monkeypatch, address):
     # given a destination saved while its host resolved to a public address
     dns = FakeDns(monkeypatch, PUBLIC_IPV4)
-    destination_for(store, f"https://{HOST}/hooks")
+    destination_for(store, f"https://{HOST}{PATH}")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     # when the host resolves into a denied range at send time (DNS rebinding)
     dns.address = address
@@ -276,6 +299,35 @@ def test_send_refuses_to_connect_into_a_denied_range(
         assert form not in attempt.error, form
 
 
+def test_a_refusal_at_connect_is_logged_with_the_host_but_not_the_path(
+    store, production, monkeypatch, caplog
+):
+    caplog.set_level(logging.INFO, logger="webhooks.sender")
+
+    attempt_refused_at_connect(store, monkeypatch, "10.1.2.3")
+
+    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks.sender"]
+    assert f"host {HOST} refused: 10.1.2.3 is" in line
+    assert "(private-use)" in line
+    assert "path-credential" not in line
+
+
+def test_delivery_history_does_not_show_why_a_connection_was_refused(
+    auth_client, store, production, monkeypatch
+):
+    """The attempt's stored error names the kind of range (operators read it in the admin);
+    the delivery API shows the caller no attempt error, so no kind and no address."""
+    _, attempt = attempt_refused_at_connect(store, monkeypatch, "10.1.2.3")
+    assert "private-use" in attempt.error
+
+    response = auth_client.get(f"/api/v2/webhook-deliveries/{attempt.delivery_id}")
+
+    assert response.status_code == 200
+    assert response.json()["data"]["response_status"] is None
+    for text in ("private-use", "10.1.2.3", "may not reach", "refused"):
+        assert text not in response.content.decode(), text
+
+
 @pytest.mark.parametrize(("address", "kind"), ALWAYS_DENIED, ids=[r[0] for r in ALWAYS_DENIED])
 def test_send_refuses_link_local_and_metadata_even_with_the_dev_flag(
     store, settings, monkeypatch, connects, address, kind
@@ -295,68 +347,6 @@ def test_send_refuses_link_local_and_metadata_even_with_the_dev_flag(
 
 # --- the save's DNS lookup is bounded -----------------------------------------------------
 
-STALLED_HOST = "stalled.example.com"
-
-
-def dns_query(name: str) -> bytes:
-    """An RFC 1035 §4.1 query for the A record of `name`, recursion desired."""
-    header = struct.pack("!HHHHHH", 0x5EB0, 0x0100, 1, 0, 0, 0)
-    question = b"".join(bytes([len(label)]) + label.encode() for label in name.split("."))
-    return header + question + b"\0" + struct.pack("!HH", 1, 1)
-
-
-class UnresponsiveNameServer:
-    """A UDP name server on 127.0.0.1 that takes every query and never answers, and a stub
-    resolver pointed at it in place of the system's getaddrinfo for STALLED_HOST: a lookup
-    blocks on the socket, as one behind a dropped or overloaded resolver does."""
-
-    def __init__(self, monkeypatch):
-        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.socket.bind(("127.0.0.1", 0))
-        self.address = self.socket.getsockname()
-        self.queries: list[tuple[bytes, tuple]] = []
-        real = socket.getaddrinfo
-
-        def getaddrinfo(host, port, *args, **kwargs):
-            if host != STALLED_HOST:
-                return real(host, port, *args, **kwargs)
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stub:
-                stub.settimeout(120)  # only a safety net: release() ends the wait
-                stub.sendto(dns_query(host), self.address)
-                stub.recvfrom(512)
-            raise socket.gaierror(socket.EAI_FAIL, "no usable answer")
-
-        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-
-    def received(self, count: int, timeout: float = 5) -> list[bytes]:
-        self.socket.settimeout(timeout)
-        while len(self.queries) < count:
-            self.queries.append(self.socket.recvfrom(512))
-        return [query for query, _ in self.queries]
-
-    def release(self):
-        """Answers every waiting stub with garbage, so no lookup thread outlives the test."""
-        self.socket.setblocking(False)
-        while True:
-            try:
-                self.queries.append(self.socket.recvfrom(512))
-            except BlockingIOError:
-                break
-        for _, client in self.queries:
-            self.socket.sendto(b"\0", client)
-        self.queries.clear()
-
-    def close(self):
-        self.release()
-        self.socket.close()
-
-
-@pytest.fixture
-def unresponsive_name_server(monkeypatch):
-    server = UnresponsiveNameServer(monkeypatch)
-    yield server
-    server.close()
-
 
 def test_the_dns_bound_defaults_to_at_most_two_seconds(settings):
     assert 0 < settings.WEBHOOKS_DNS_TIMEOUT_SECONDS <= 2
@@ -366,19 +356,19 @@ def test_put_answers_422_when_the_name_server_never_answers(
     auth_client, production, unresponsive_name_server, settings
 ):
     bound = settings.WEBHOOKS_DNS_TIMEOUT_SECONDS
+    name = stalled_name()
 
     started = time.monotonic()
-    response = put(auth_client, f"https://{STALLED_HOST}/in")
+    response = put(auth_client, f"https://{name}/in")
     elapsed = time.monotonic() - started
 
     assert response.status_code == 422, response.json()
     body = response.json()
     assert body["param"] == "url"
-    assert f"could not resolve host {STALLED_HOST}" in body["message"]
-    assert f"no answer within {bound:g} s" in body["message"]
+    assert body["errors"]["url"] == [name_refusal(name, bound)]
     # the lookup really went out and stalled; the request ended near the bound, not the
     # stub's 120 s
-    assert STALLED_HOST.split(".")[0].encode() in unresponsive_name_server.received(1)[0]
+    assert name.split(".")[0].encode() in unresponsive_name_server.received(1)[0]
     assert bound <= elapsed < bound + 5
     assert not WebhookDestination.objects.exists()
 
@@ -391,7 +381,7 @@ def test_stalled_lookups_do_not_hold_up_later_puts(
     settings.WEBHOOKS_DNS_TIMEOUT_SECONDS = 0.5
     for _ in range(6):
         started = time.monotonic()
-        response = put(auth_client, f"https://{STALLED_HOST}/in")
+        response = put(auth_client, f"https://{stalled_name()}/in")
         assert response.status_code == 422
         assert time.monotonic() - started < 5
 
