@@ -13,3 +13,15 @@ def broker():
     client.delete(*BROKER_QUEUES)
     yield client
     client.delete(*BROKER_QUEUES)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_health_checks(settings, monkeypatch):
+    """Every probe runs its checks (tests stop and start dependencies between two probes), and
+    each test starts with no check known to be failing. Tests of the shared results set
+    HEALTH_CHECK_RESULT_SECONDS themselves."""
+    from config import health
+
+    settings.HEALTH_CHECK_RESULT_SECONDS = 0
+    monkeypatch.setattr(health, "_runs", {})
+    monkeypatch.setattr(health, "_failing", {})
