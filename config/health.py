@@ -1,13 +1,22 @@
 """The checks behind /readyz and /status, each bounded in time.
 
 A check returns a small dict with `status` "ok" or the reason it fails ("unavailable",
-"migrations_pending", "stale", ...). Causes (host names, driver messages) go to the log, not
-to the unauthenticated response.
+"migrations_pending", "stale", ...); a dependency that does not answer raises CheckUnavailable
+from the driver's error. Causes (host names, driver messages) go to the log, not to the
+unauthenticated response, and only when a check changes state: ok -> failing is one ERROR
+with the cause, failing -> ok one INFO, a check that keeps failing logs nothing more (per
+process). A probe every few seconds during an outage used to log an ERROR each time.
+
+A check's run serves every probe of the next HEALTH_CHECK_RESULT_SECONDS (per process, shared
+by /readyz and /status): a flood of probes costs one run of each check per interval, not one
+database connection, broker round trip and migration-graph load per request.
 """
 
 import logging
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
@@ -41,19 +50,21 @@ def _using_database(check):
     return run
 
 
+class CheckUnavailable(Exception):
+    """The dependency did not answer (reported as `unavailable`; its cause is logged)."""
+
+
 def database_check() -> dict:
     connection = connections[DEFAULT_DB_ALIAS]
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-    except Exception:
-        logger.warning("health: database unavailable", exc_info=True)
-        return {"status": "unavailable"}
+    except Exception as error:
+        raise CheckUnavailable("database") from error
     # What `migrate --check` compares: the code's migrations against django_migrations.
     executor = MigrationExecutor(connection)
     pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     if pending:
-        logger.warning("health: %d migrations not applied", len(pending))
         return {"status": "migrations_pending", "pending": len(pending)}
     return {"status": OK}
 
@@ -63,26 +74,27 @@ def cache_check() -> dict:
         cache.set("health:probe", "ok", timeout=10)
         if cache.get("health:probe") == "ok":
             return {"status": OK}
-    except Exception:
-        logger.warning("health: cache unavailable", exc_info=True)
+    except Exception as error:
+        raise CheckUnavailable("cache") from error
     return {"status": "unavailable"}
 
 
 def broker_check() -> dict:
+    """A round trip on a connection of the app's broker pool, the one task publishing uses:
+    no new broker connection per probe (a broken one is reconnected by its next user)."""
     from config.celery import app
 
     timeout = settings.HEALTH_CHECK_TIMEOUT_SECONDS
     try:
-        with app.connection_for_write() as connection:
+        with app.pool.acquire(block=True, timeout=timeout) as connection:
             connection.ensure_connection(max_retries=1, timeout=timeout)
             # Redis connects lazily: a round trip proves the broker answers.
             channel = connection.default_channel
             client = getattr(channel, "client", None)
             if client is not None and hasattr(client, "ping"):
                 client.ping()
-    except Exception:
-        logger.warning("health: broker unavailable", exc_info=True)
-        return {"status": "unavailable"}
+    except Exception as error:
+        raise CheckUnavailable("broker") from error
     return {"status": OK}
 
 
@@ -137,19 +149,55 @@ STATUS_CHECKS = {
 }
 
 
+@dataclass(frozen=True)
+class _Run:
+    started: float
+    future: Future
+
+
+_runs: dict[str, _Run] = {}
+_failing: dict[str, bool] = {}
+_lock = threading.Lock()
+
+
+def _run(name: str, check) -> Future:
+    """The run of `check` started within the last HEALTH_CHECK_RESULT_SECONDS, else a new one
+    (a run still going, shared by the probes that arrive meanwhile, counts too)."""
+    now = time.monotonic()
+    with _lock:
+        run = _runs.get(name)
+        if run is None or now - run.started >= settings.HEALTH_CHECK_RESULT_SECONDS:
+            run = _runs[name] = _Run(now, _executor.submit(check))
+    return run.future
+
+
 def run_checks(checks: dict) -> tuple[bool, dict]:
     """Runs the checks in parallel; returns whether all passed, and each one's result."""
-    futures = {name: _executor.submit(check) for name, check in checks.items()}
+    futures = {name: _run(name, check) for name, check in checks.items()}
     wait(futures.values(), timeout=settings.HEALTH_CHECK_TIMEOUT_SECONDS)
     results = {}
     for name, future in futures.items():
-        if not future.done():
+        cause = None
+        if not future.done() or future.cancelled():
             future.cancel()  # still queued: never starts; already running: left to finish
-            logger.warning("health: %s check timed out", name)
             results[name] = {"status": "timeout"}
         elif future.exception() is not None:
-            logger.error("health: %s check failed", name, exc_info=future.exception())
-            results[name] = {"status": "error"}
+            cause = future.exception()
+            unavailable = isinstance(cause, CheckUnavailable)
+            results[name] = {"status": "unavailable" if unavailable else "error"}
+            cause = cause.__cause__ if unavailable and cause.__cause__ else cause
         else:
             results[name] = future.result()
+        _log_state_change(name, results[name], cause)
     return all(result["status"] == OK for result in results.values()), results
+
+
+def _log_state_change(name: str, result: dict, cause: BaseException | None) -> None:
+    failing = result["status"] != OK
+    with _lock:
+        was_failing = _failing.get(name, False)
+        _failing[name] = failing
+    if failing and not was_failing:
+        logger.error("health: %s check failing: %s", name, result, exc_info=cause)
+    elif was_failing and not failing:
+        logger.info("health: %s check ok again", name)

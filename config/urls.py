@@ -1,8 +1,9 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+from drf_spectacular.views import SpectacularRedocView
 
 from config.api import views as api_views
+from config.api.schema_view import CachedSchemaView
 from config.metrics.views import metrics
 
 api_v1 = [
@@ -22,7 +23,7 @@ api_v2 = [
 urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/v2/", include(api_v2)),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", CachedSchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularRedocView.as_view(url_name="schema"), name="api-docs"),
     # Any other /api/ path: the 404 envelope, also under DEBUG (whose 404 page is HTML).
     re_path(r"^api/", api_views.not_found),

@@ -77,6 +77,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
             "The cursor points before the 30-day retention window; restart without it.",
         ),
         ErrorCode(
+            413,
+            "invalid_request_error",
+            "request_too_large",
+            "The request body is larger than the service accepts (2.5 MiB by default); the "
+            "message gives the limit in bytes.",
+        ),
+        ErrorCode(
             415,
             "invalid_request_error",
             "unsupported_media_type",

@@ -2,7 +2,10 @@ import logging
 import re
 import secrets
 import time
+from io import BytesIO
 
+from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
 from django_guid import clear_guid, set_guid
 from django_guid.log_filters import CorrelationId
 
@@ -38,6 +41,63 @@ class RequestIdMiddleware:
             clear_guid()
         response["X-Request-Id"] = request.request_id
         return response
+
+
+class RequestBodyLimitMiddleware:
+    """413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB), before anything reads it.
+
+    Django enforces the limit only where the body is read (request.body, request.POST), by
+    raising RequestDataTooBig wherever that happens: a DRF view answered it as a 500 (reported
+    to error tracking), and a form view, the CSRF check or the admin as a 400 logged at ERROR on
+    `django.security`. Here the size is known before any of them runs, for every path: the
+    envelope for the API and the OAuth protocol endpoints, an HTML page elsewhere.
+
+    A body without Content-Length is chunked (HTTP/1.1). Django's WSGI request reads no body
+    then (it reads CONTENT_LENGTH bytes), so such a body used to reach views empty. When the
+    server delimits the input (`wsgi.input_terminated`, as gunicorn does) it is read here, up to
+    one byte past the limit, and handed to Django with its real length.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and _body_length(request, limit) > limit:
+            return body_too_large(request, limit)
+        return self.get_response(request)
+
+
+def _body_length(request, limit: int) -> int:
+    """The declared length, or that of a chunked body read up to `limit + 1` bytes."""
+    meta = request.META
+    try:
+        return int(meta.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        pass
+    chunked = "chunked" in meta.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if not (chunked and meta.get("wsgi.input_terminated") and "wsgi.input" in meta):
+        return 0
+    body = meta["wsgi.input"].read(limit + 1)
+    meta["CONTENT_LENGTH"] = str(len(body))
+    # WSGIRequest made its stream from CONTENT_LENGTH when it was built (0 bytes then).
+    request._stream = LimitedStream(BytesIO(body), len(body))
+    return len(body)
+
+
+def body_too_large(request, limit: int):
+    # Imported here: this module is imported by the logging setup, before the apps are ready.
+    from config.api.errors import json_error
+    from config.api.views import answers_json, html_error
+
+    if answers_json(request):
+        return json_error(
+            request,
+            "request_too_large",
+            f"The request body exceeds the limit of {limit} bytes.",
+            param="body",
+        )
+    return html_error(request, 413)
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")

@@ -15,6 +15,8 @@ from django.core.cache.backends.redis import RedisCacheClient
 from rest_framework.throttling import BaseThrottle
 
 from config import metrics
+from config.api.client_address import client_address
+from config.api.errors import json_error
 
 logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60
@@ -95,6 +97,18 @@ def _window_count_script(cache_client: RedisCacheClient):
         client = cache_client.get_client(write=True)
         script = _scripts_by_pool[pool] = client.register_script(WINDOW_COUNT_LUA)
     return script
+
+
+def address_rate_limited(request, endpoint: str, limit: int):
+    """The per-client-address budget of an anonymous endpoint (/readyz, /status): the 429
+    envelope with Retry-After once `limit` requests this minute are spent, else None (also
+    while the limiter is unavailable: it fails open, and the probes keep answering)."""
+    state = rate_limit_consume(f"probe:{endpoint}:{client_address(request)}", limit)
+    if state is None or not state.exceeded:
+        return None
+    return json_error(
+        request, "rate_limit_exceeded", headers={"Retry-After": str(max(1, state.reset_seconds))}
+    )
 
 
 class CredentialRateThrottle(BaseThrottle):

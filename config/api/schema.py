@@ -54,10 +54,20 @@ RATE_LIMIT_RESPONSE_HEADERS = [
 
 class StorefrontAutoSchema(AutoSchema):
     """DEFAULT_SCHEMA_CLASS: declares the headers every 429 carries on every operation that
-    lists a 429 (all of them, through `error_responses`)."""
+    lists a 429 (all of them, through `error_responses`), and the 413 of operations with a
+    body."""
 
     def get_override_parameters(self):
         return [*super().get_override_parameters(), *RATE_LIMIT_RESPONSE_HEADERS]
+
+    def _get_response_bodies(self, direction="response"):
+        """Operations that take a body also answer 413 (config.api.middleware, a body over
+        DATA_UPLOAD_MAX_MEMORY_SIZE), with the envelope of their other errors. Here, not in
+        get_response_serializers, which @extend_schema replaces."""
+        responses = super()._get_response_bodies(direction)
+        if self.method in ("POST", "PUT", "PATCH") and "400" in responses:
+            responses["413"] = self._get_response_for_code(ERROR, "413", direction=direction)
+        return responses
 
 
 class RequiredBodySchema(StorefrontAutoSchema):

@@ -2,6 +2,7 @@ import contextlib
 import functools
 import logging
 
+from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template import loader
@@ -10,6 +11,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from config import health
 from config.api.errors import ERROR_CODES, json_error, request_id_of
+from config.api.ratelimit import address_rate_limited
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +118,10 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
-def _probe_response(checks: dict) -> JsonResponse:
+def _probe_response(request, endpoint: str, checks: dict) -> JsonResponse:
+    limited = address_rate_limited(request, endpoint, settings.HEALTH_RATE_LIMIT_PER_MINUTE)
+    if limited is not None:
+        return limited
     healthy, results = health.run_checks(checks)
     failing = [name for name, result in results.items() if result["status"] != health.OK]
     response = JsonResponse(
@@ -124,6 +129,8 @@ def _probe_response(checks: dict) -> JsonResponse:
         status=200 if healthy else 503,
     )
     response["Cache-Control"] = "no-store"
+    # Not Django's ERROR per 5xx: config.health logs a failing check once, when it starts failing.
+    response._has_been_logged = True
     return response
 
 
@@ -131,7 +138,7 @@ def _probe_response(checks: dict) -> JsonResponse:
 def readyz(request):
     """Readiness: the database answers with every migration applied, the cache and the broker
     answer. 503 names the failing parts; the load balancer stops sending traffic meanwhile."""
-    return _probe_response(health.READINESS_CHECKS)
+    return _probe_response(request, "readyz", health.READINESS_CHECKS)
 
 
 @require_get
@@ -139,4 +146,4 @@ def status(request):
     """For operators and alerting: readiness plus the heartbeats of beat and of each queue's
     workers, and the webhook backlog. Not a readiness probe: a silent beat or an unconsumed
     queue must page someone, not take the web out of service."""
-    return _probe_response(health.STATUS_CHECKS)
+    return _probe_response(request, "status", health.STATUS_CHECKS)

@@ -58,6 +58,8 @@ MIDDLEWARE = [
     # First and last (django-prometheus): request counts and latencies of the whole stack.
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "config.api.middleware.RequestIdMiddleware",
+    # Before anything reads the body (the CSRF check, forms, DRF): a 413, never a 500.
+    "config.api.middleware.RequestBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Right after SecurityMiddleware, as WhiteNoise asks: /static/ (config/settings/static.py).
     "whitenoise.middleware.WhiteNoiseMiddleware",

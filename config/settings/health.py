@@ -13,6 +13,13 @@ from config.settings.env import env
 # Every probe answers within this, whatever a dependency does (a check still running by then
 # is reported as `timeout`).
 HEALTH_CHECK_TIMEOUT_SECONDS = env.seconds("HEALTH_CHECK_TIMEOUT_SECONDS", 2)
+# A check's result serves every probe of this many seconds after its run started (per process,
+# /readyz and /status alike): a flood of probes costs one run per interval. 0: every probe runs
+# every check.
+HEALTH_CHECK_RESULT_SECONDS = env.seconds("HEALTH_CHECK_RESULT_SECONDS", 1)
+# Requests per minute to /readyz, and separately to /status, per client address (429 with
+# Retry-After beyond). An orchestrator probing every second from one address uses half of it.
+HEALTH_RATE_LIMIT_PER_MINUTE = env.count("HEALTH_RATE_LIMIT_PER_MINUTE", default=120, minimum=1)
 # Beat ticks, renews its lock and records its heartbeat at least this often; /status reports
 # beat as stale after two intervals of silence.
 BEAT_HEARTBEAT_SECONDS = env.seconds("BEAT_HEARTBEAT_SECONDS", 15)

@@ -6,6 +6,7 @@ Outages are made on this test's own Redis (a redis-server started and stopped he
 pointing a setting at a dead port; the suite's shared PostgreSQL and Redis stay up.
 """
 
+import logging
 import socket
 import subprocess
 import threading
@@ -21,6 +22,7 @@ from django.utils import timezone
 from config.beat import LockedScheduler
 from config.celery import app
 from config.worker_heartbeat import worker_heartbeat_task
+from tests.api.test_errors import assert_envelope
 from tests.api.test_settings import production_environment, settings_of
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
@@ -89,6 +91,8 @@ def broker_at(monkeypatch):
 
     def point(url):
         monkeypatch.setattr(app.conf, "broker_url", url)
+        # The check borrows from the app's connection pool, made for the URL of its time.
+        monkeypatch.setattr(app, "_pool", None)
 
     return point
 
@@ -294,3 +298,111 @@ def test_status_reports_a_webhook_backlog_older_than_the_configured_age(settings
         assert body["checks"]["webhook_backlog"]["oldest_due_seconds"] >= 600
     finally:
         scheduler.close()
+
+
+# --- cost of a flood of probes (issue 18 point 10) ----------------------------------------
+
+
+def unreachable_database(monkeypatch):
+    """New connections (each database check opens its own) go to a port nobody listens on;
+    returns what makes it reachable again."""
+    database = connections.settings["default"]
+    real_port = database["PORT"]
+    monkeypatch.setitem(database, "PORT", str(free_port()))
+    return lambda: monkeypatch.setitem(database, "PORT", real_port)
+
+
+@pytest.mark.django_db
+def test_a_checks_result_serves_the_probes_of_the_next_interval(settings, monkeypatch):
+    # Long enough that the test never reaches its end: no clock in the assertion.
+    settings.HEALTH_CHECK_RESULT_SECONDS = 60
+    assert get_json("/readyz")[0] == 200
+
+    # when the database becomes unreachable, probes within the interval run no new check
+    unreachable_database(monkeypatch)
+    assert get_json("/readyz")[0] == 200
+    # /status shares the readiness checks' runs (its own checks run once, here)
+    _, body = get_json("/status")
+    assert body["checks"]["database"] == {"status": "ok"}
+
+    # and with no interval every probe runs every check
+    settings.HEALTH_CHECK_RESULT_SECONDS = 0
+    assert get_json("/readyz")[0] == 503
+
+
+@pytest.mark.django_db
+def test_the_broker_check_reuses_the_pooled_broker_connection(broker):
+    from config.health import broker_check
+
+    assert broker_check() == {"status": "ok"}
+    received = broker.info("stats")["total_connections_received"]
+
+    for _ in range(5):
+        assert broker_check() == {"status": "ok"}
+
+    assert broker.info("stats")["total_connections_received"] == received
+
+
+@pytest.fixture
+def health_log(caplog):
+    caplog.set_level(logging.INFO, logger="config.health")
+    caplog.set_level(logging.INFO, logger="django.request")
+
+    def records(name, level=None, about=""):
+        return [
+            r
+            for r in caplog.records
+            if r.name == name and (level is None or r.levelno == level) and about in r.getMessage()
+        ]
+
+    return records
+
+
+@pytest.mark.django_db
+def test_a_failing_check_is_logged_once_when_it_fails_and_once_when_it_recovers(
+    monkeypatch, health_log
+):
+    # ok: nothing to say
+    assert get_json("/readyz")[0] == 200
+    assert health_log("config.health") == []
+
+    # ok -> failing: one ERROR with the cause, however many probes see it failing
+    reachable_again = unreachable_database(monkeypatch)
+    for _ in range(3):
+        assert get_json("/readyz")[0] == 503
+    assert get_json("/status")[0] == 503
+    [failed] = health_log("config.health", about="database")
+    assert failed.levelno == logging.ERROR
+    assert failed.exc_info is not None
+    # and no ERROR per 503 response from Django either
+    assert health_log("django.request", logging.ERROR) == []
+
+    # failing -> ok: one INFO
+    reachable_again()
+    for _ in range(3):
+        assert get_json("/readyz")[0] == 200
+    [_, recovered] = health_log("config.health", about="database")
+    assert recovered.levelno == logging.INFO
+
+
+@pytest.mark.django_db
+def test_probes_are_rate_limited_per_client_address(settings, frozen_rate_limit_clock):
+    settings.HEALTH_RATE_LIMIT_PER_MINUTE = 3
+    prober = Client(REMOTE_ADDR="192.0.2.10")
+    for _ in range(3):
+        assert prober.get("/readyz").status_code == 200
+
+    response = prober.get("/readyz")
+
+    assert_envelope(response, 429, "rate_limit_error", "rate_limit_exceeded")
+    assert int(response["Retry-After"]) >= 1
+    # each endpoint its own budget, each address its own
+    assert prober.get("/status").status_code in (200, 503)
+    assert Client(REMOTE_ADDR="192.0.2.11").get("/readyz").status_code == 200
+
+
+def test_the_default_probe_limit_lets_a_probe_per_second_through():
+    from config.settings import health as health_settings
+
+    # an orchestrator probing each endpoint every second from one address stays within it
+    assert health_settings.HEALTH_RATE_LIMIT_PER_MINUTE >= 60

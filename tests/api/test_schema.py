@@ -1,6 +1,10 @@
 """The OpenAPI schema: served, valid, and generated without warnings (every view described)."""
 
+import json
+import os
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import jsonschema
@@ -9,6 +13,7 @@ import yaml
 from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from django.test import Client
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from hypothesis import given
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
@@ -16,6 +21,7 @@ from rest_framework.test import APIClient
 from oauth_cli.authorize import loopback_redirect_uri_problem
 from oauth_cli.schema import LOOPBACK_REDIRECT_URI_PATTERN
 from oauth_cli.services import cli_application_ensure
+from tests.api.test_settings import run_python
 from tests.oauth_cli.flow import approve, authorize_params, exchange, pkce_pair, refresh
 
 
@@ -271,3 +277,124 @@ def test_a_real_cli_connection_answers_as_described(schema, user, settings):
     reused = refresh(Client(), exchanged.json()["refresh_token"])
     assert reused.status_code == 400
     _assert_described(schema, token["400"], reused)
+
+
+def test_operations_that_take_a_body_declare_the_413_envelope(schema):
+    with_body = [
+        (path, method, operation)
+        for path, item in schema["paths"].items()
+        if path.startswith("/api/")
+        for method, operation in item.items()
+        if method in ("post", "put", "patch")
+    ]
+    assert with_body
+    for path, method, operation in with_body:
+        response = operation["responses"]["413"]
+        assert response["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorEnvelope"
+        }, (method, path)
+
+
+# --- /api/schema/ is built once per process (issue 18 point 10) ---------------------------
+
+BUILT_ONCE_PROBE = """
+import json, django
+django.setup()
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import resolve
+
+# The view's own hook for its generator: count the documents it builds.
+view_class = resolve("/api/schema/").func.view_class
+builds = []
+
+class CountingGenerator(view_class.generator_class):
+    def get_schema(self, *args, **kwargs):
+        builds.append(1)
+        return super().get_schema(*args, **kwargs)
+
+view_class.generator_class = CountingGenerator
+client = Client()
+first_yaml = client.get("/api/schema/").content
+first_json = client.get("/api/schema/?format=json").content
+with CaptureQueriesContext(connection) as queries:
+    yaml_again = client.get("/api/schema/", HTTP_ACCEPT="application/yaml").content
+    json_again = client.get("/api/schema/", HTTP_ACCEPT="application/json").content
+print(json.dumps({
+    "builds": len(builds),
+    "queries": len(queries),
+    "same_yaml": yaml_again == first_yaml,
+    "same_json": json_again == first_json,
+}))
+"""
+
+
+def test_the_schema_is_built_once_per_process_whatever_the_format():
+    # A fresh process: nothing built yet.
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"}
+
+    result = run_python(BUILT_ONCE_PROBE, env=environment)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"builds": 1, "queries": 0, "same_yaml": True, "same_json": True}
+
+
+@pytest.mark.django_db
+def test_the_served_schema_is_the_generated_one_with_an_etag(schema, django_assert_num_queries):
+    client = Client()
+    client.get("/api/schema/")
+
+    with django_assert_num_queries(0):
+        response = client.get("/api/schema/")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/vnd.oai.openapi; charset=utf-8"
+    assert yaml.safe_load(response.content) == schema
+    as_json = client.get("/api/schema/?format=json")
+    assert as_json["Content-Type"] == "application/vnd.oai.openapi+json"
+    assert json.loads(as_json.content) == schema
+    # each format its own validator; the same one on every request
+    assert response["ETag"] != as_json["ETag"]
+    assert client.get("/api/schema/")["ETag"] == response["ETag"]
+
+
+@pytest.mark.django_db
+def test_a_revalidated_schema_is_a_304_without_a_body():
+    client = Client()
+    etag = client.get("/api/schema/")["ETag"]
+
+    response = client.get("/api/schema/", HTTP_IF_NONE_MATCH=etag)
+
+    assert response.status_code == 304
+    assert response.content == b""
+    assert response["ETag"] == etag
+    # another format's validator does not match
+    assert client.get("/api/schema/?format=json", HTTP_IF_NONE_MATCH=etag).status_code == 200
+
+
+def test_the_schema_cache_builds_one_document_for_concurrent_first_requests():
+    from config.api.schema_view import SchemaCache
+
+    cache = SchemaCache()
+    built = []
+    barrier = threading.Barrier(8)
+
+    def build():
+        built.append(1)
+        return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}}
+
+    def first_request():
+        barrier.wait()
+        return cache.rendered(OpenApiJsonRenderer, build)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        renderings = list(pool.map(lambda _: first_request(), range(8)))
+    yaml_rendering = cache.rendered(OpenApiYamlRenderer, build)
+
+    assert len(built) == 1
+    assert cache.builds == 1
+    assert all(r is renderings[0] for r in renderings)
+    assert json.loads(renderings[0].content)["paths"] == {}
+    assert yaml.safe_load(yaml_rendering.content)["paths"] == {}

@@ -4,6 +4,7 @@
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404
 from django.urls import path
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -23,6 +24,16 @@ class CouponAreaView(APIView):
 
     def post(self, request):
         return Response({"data": {"store": request.store.slug}}, status=201)
+
+
+class EchoApiView(APIView):
+    """Answers the JSON body it parsed; needs no credential (and so no database)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def post(self, request):
+        return Response({"data": request.data})
 
 
 class ExplodingApiView(APIView):
@@ -49,6 +60,7 @@ def raising_django_view(request, kind):
 
 urlpatterns = [
     path("api/v2/test-coupon-area", CouponAreaView.as_view()),
+    path("api/v2/test-echo", EchoApiView.as_view()),
     path("api/v2/test-explode", ExplodingApiView.as_view()),
     path("test-explode", exploding_django_view),
     path("api/v2/test-raise/<str:kind>", raising_django_view),

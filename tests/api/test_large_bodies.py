@@ -1,0 +1,319 @@
+"""A body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is a 413 on every path (issue 18 point 9):
+the envelope for the API and the OAuth protocol endpoints, an HTML page elsewhere; never a 500,
+never reported as an error (test_sentry.py checks error tracking itself)."""
+
+import http.client
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from io import BytesIO
+from urllib.parse import urlencode
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from tests.api.test_errors import assert_envelope, assert_html_error_page, signalled  # noqa: F401
+from tests.api.test_sentry import ingest  # noqa: F401
+from tests.api.test_settings import ROOT, production_environment, run_python
+from tests.api.test_static_files import free_port
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+
+LIMIT = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def json_body(size: int) -> bytes:
+    """A JSON object of exactly `size` bytes."""
+    return b'{"a": "' + b"x" * (size - 9) + b'"}'
+
+
+def form_body(size: int, **fields) -> str:
+    """A urlencoded form of exactly `size` bytes: `fields` and a padding field."""
+    head = urlencode(fields) + "&" if fields else ""
+    padding = "padding="
+    return head + padding + "x" * (size - len(head) - len(padding))
+
+
+@pytest.fixture
+def errors_logged(caplog):
+    caplog.set_level(logging.WARNING)
+    return lambda: [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def assert_too_large(response):
+    body = assert_envelope(response, 413, "invalid_request_error", "request_too_large", "body")
+    assert str(LIMIT) in body["message"]
+
+
+def test_limit_is_the_documented_2_5_mib():
+    assert LIMIT == 2_621_440
+
+
+@pytest.mark.parametrize("path", ["/api/v2/test-echo", "/api/v2/stores"])
+def test_a_json_body_over_the_limit_is_a_413_envelope(path, api_key, signalled, errors_logged):  # noqa: F811
+    client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Bearer {api_key}")
+
+    response = client.post(
+        path,
+        json_body(LIMIT + 1),
+        content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY="large-body-key-0001",
+    )
+
+    assert_too_large(response)
+    assert signalled == []
+    assert errors_logged() == []
+
+
+def test_a_json_body_of_exactly_the_limit_is_served():
+    response = Client().post("/api/v2/test-echo", json_body(LIMIT), content_type="application/json")
+
+    assert response.status_code == 200
+    assert len(response.json()["data"]["a"]) == LIMIT - 9
+
+
+def test_the_size_is_refused_before_the_credential_is_looked_at():
+    response = Client().post(
+        "/api/v2/stores", json_body(LIMIT + 1), content_type="application/json"
+    )
+
+    assert_too_large(response)
+
+
+@pytest.mark.parametrize("path", ["/oauth/token", "/oauth/revoke"])
+def test_a_form_over_the_limit_on_the_oauth_protocol_endpoints_is_a_413_envelope(
+    path,
+    signalled,  # noqa: F811
+    errors_logged,
+):
+    response = Client(raise_request_exception=False).post(
+        path,
+        form_body(LIMIT + 1, grant_type="refresh_token", token="t"),
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert_too_large(response)
+    assert signalled == []
+    assert errors_logged() == []
+
+
+def test_a_consent_form_over_the_limit_is_a_413_page(user, signalled, errors_logged):  # noqa: F811
+    from oauth_cli.services import cli_application_ensure
+    from tests.oauth_cli.flow import authorize_params, consent
+
+    cli_application_ensure()
+    browser = Client(raise_request_exception=False)
+    browser.force_login(user)
+    fields = consent(browser, authorize_params())
+
+    response = browser.post(
+        "/oauth/authorize",
+        form_body(LIMIT + 1, **fields),
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert_html_error_page(response, 413)
+    assert signalled == []
+    assert errors_logged() == []
+
+
+@pytest.mark.parametrize("signed_in", [False, True], ids=["sign-in-form", "change-form"])
+def test_an_admin_form_over_the_limit_is_a_413_page(signed_in, user, signalled, errors_logged):  # noqa: F811
+    browser = Client(raise_request_exception=False)
+    path = "/admin/login/"
+    if signed_in:
+        user.is_staff = user.is_superuser = True
+        user.save()
+        browser.force_login(user)
+        path = f"/admin/accounts/user/{user.pk}/change/"
+
+    response = browser.post(
+        path,
+        form_body(LIMIT + 1, username="a", password="b"),
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert_html_error_page(response, 413)
+    assert signalled == []
+    assert errors_logged() == []
+
+
+def test_a_multipart_form_over_the_limit_is_a_413_page(user, signalled):  # noqa: F811
+    user.is_staff = user.is_superuser = True
+    user.save()
+    browser = Client(raise_request_exception=False)
+    browser.force_login(user)
+
+    response = browser.post(
+        f"/admin/accounts/user/{user.pk}/change/", {"first_name": "x" * (LIMIT + 1)}
+    )
+
+    assert_html_error_page(response, 413)
+    assert signalled == []
+
+
+# --- a chunked body (no Content-Length), as gunicorn hands it over -------------------------
+
+
+def chunked_post(path: str, body: bytes, content_type="application/json"):
+    """What gunicorn's environ holds for `Transfer-Encoding: chunked`: no CONTENT_LENGTH, the
+    decoded body in wsgi.input, and wsgi.input_terminated (test_production_server_... below
+    sends the real thing)."""
+    return Client(raise_request_exception=False).post(
+        path,
+        body,
+        content_type=content_type,
+        CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked",
+        # gunicorn's body reader ends where the body does (the test client's stream asserts).
+        **{"wsgi.input": BytesIO(body), "wsgi.input_terminated": True},
+    )
+
+
+def test_a_chunked_body_over_the_limit_is_a_413_envelope(signalled, errors_logged):  # noqa: F811
+    response = chunked_post("/api/v2/test-echo", json_body(LIMIT + 1))
+
+    assert_too_large(response)
+    assert signalled == []
+    assert errors_logged() == []
+
+
+def test_a_chunked_body_within_the_limit_reaches_the_view():
+    response = chunked_post("/api/v2/test-echo", b'{"name": "chunked"}')
+
+    assert response.status_code == 200
+    assert response.json() == {"data": {"name": "chunked"}}
+
+
+def test_a_chunked_form_over_the_limit_on_the_token_endpoint_is_a_413_envelope():
+    response = chunked_post(
+        "/oauth/token",
+        form_body(LIMIT + 1, grant_type="refresh_token").encode(),
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert_too_large(response)
+
+
+# --- error tracking gets none of them -----------------------------------------------------
+
+SENTRY_PROBE = """
+import json, django
+django.setup()
+import sentry_sdk
+from django.conf import settings
+from django.test import Client
+from django.test.utils import override_settings
+
+big = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
+statuses = {}
+with override_settings(ROOT_URLCONF="tests.api.urls"):
+    client = Client(raise_request_exception=False)
+    statuses["api"] = client.post(
+        "/api/v2/test-echo", b'"' + b"x" * big + b'"', content_type="application/json"
+    ).status_code
+    for path in ("/oauth/token", "/admin/login/"):
+        statuses[path] = client.post(
+            path, "a=" + "x" * big, content_type="application/x-www-form-urlencoded"
+        ).status_code
+    # and a real error still reaches it: the probe would pass with a deaf Sentry otherwise
+    statuses["explode"] = client.get("/test-explode").status_code
+sentry_sdk.flush(timeout=10)
+print(json.dumps(statuses))
+"""
+
+
+def test_error_tracking_does_not_get_bodies_over_the_limit(ingest):  # noqa: F811
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.test", SENTRY_DSN=ingest.dsn)
+
+    result = run_python(SENTRY_PROBE, env=environment)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    # one event: the real error, none for the bodies
+    reported = [event["exception"]["values"][-1]["type"] for event in ingest.events()]
+    assert reported == ["RuntimeError"]
+    statuses = json.loads(result.stdout.strip().splitlines()[-1])
+    assert statuses == {"api": 413, "/oauth/token": 413, "/admin/login/": 413, "explode": 500}
+
+
+# --- over the wire: gunicorn, production settings ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def production_server(tmp_path_factory):
+    """gunicorn with config.settings.production on a free port (plain HTTP: the redirect off)."""
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("large-bodies") / "gunicorn.log"
+    environment = production_environment(SECURE_SSL_REDIRECT="false", WEB_CONCURRENCY="1")
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"],
+            cwd=ROOT,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert server.poll() is None, log_path.read_text()
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    assert time.monotonic() < deadline, "gunicorn did not start within 60 s"
+                    time.sleep(0.2)
+            yield port
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def wire_post(port: int, path: str, headers: dict, body=None) -> tuple[int, dict, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.putrequest("POST", path, skip_host=True)
+        for name, value in {"Host": "api.example.com", **headers}.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        for chunk in body or []:
+            connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        if body is not None:
+            connection.send(b"0\r\n\r\n")
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_production_server_answers_413_to_a_declared_length_over_the_limit(production_server):
+    # The headers alone: the answer comes before the body is read.
+    status, headers, body = wire_post(
+        production_server,
+        "/api/v2/stores",
+        {"Content-Type": "application/json", "Content-Length": str(LIMIT + 1)},
+    )
+
+    assert status == 413
+    assert body["code"] == "request_too_large"
+    assert body["request_id"] == headers["X-Request-Id"]
+
+
+def test_production_server_answers_413_to_a_chunked_body_over_the_limit(production_server):
+    chunks = [b"x" * 65536] * (LIMIT // 65536 + 1)
+
+    status, _, body = wire_post(
+        production_server,
+        "/oauth/token",
+        {"Content-Type": "application/x-www-form-urlencoded", "Transfer-Encoding": "chunked"},
+        body=chunks,
+    )
+
+    assert status == 413
+    assert body["code"] == "request_too_large"
