@@ -15,7 +15,7 @@ from django.core.cache.backends.redis import RedisCacheClient
 from rest_framework.throttling import BaseThrottle
 
 from config import metrics
-from config.api.client_address import client_address
+from config.api.client_address import client_address_key
 from config.api.errors import json_error
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def address_rate_limited(request, endpoint: str, limit: int):
     """The per-client-address budget of an anonymous endpoint (/readyz, /status): the 429
     envelope with Retry-After once `limit` requests this minute are spent, else None (also
     while the limiter is unavailable: it fails open, and the probes keep answering)."""
-    state = rate_limit_consume(f"probe:{endpoint}:{client_address(request)}", limit)
+    state = rate_limit_consume(f"probe:{endpoint}:{client_address_key(request)}", limit)
     if state is None or not state.exceeded:
         return None
     return json_error(

@@ -401,6 +401,17 @@ def test_probes_are_rate_limited_per_client_address(settings, frozen_rate_limit_
     assert Client(REMOTE_ADDR="192.0.2.11").get("/readyz").status_code == 200
 
 
+def test_probes_from_one_ipv6_64_share_a_budget(settings, frozen_rate_limit_clock):
+    settings.HEALTH_RATE_LIMIT_PER_MINUTE = 2
+    for host in ("2001:db8:5:7::1", "2001:db8:5:7::2"):
+        assert Client(REMOTE_ADDR=host).get("/readyz").status_code != 429
+
+    response = Client(REMOTE_ADDR="2001:db8:5:7:ffff::3").get("/readyz")
+
+    assert_envelope(response, 429, "rate_limit_error", "rate_limit_exceeded")
+    assert Client(REMOTE_ADDR="2001:db8:5:8::1").get("/readyz").status_code != 429
+
+
 def test_the_default_probe_limit_lets_a_probe_per_second_through():
     from config.settings import health as health_settings
 
