@@ -13,7 +13,8 @@ from oauth_cli.models import Installation
 
 
 def token_checksum(raw: str) -> str:
-    """How DOT (and TokenFamily.code_checksum) store a token or code: its SHA-256."""
+    """How a token or code is stored and looked up: its SHA-256 (DOT's token_checksum, the
+    Grant's `code` column, TokenFamily.code_checksum)."""
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 

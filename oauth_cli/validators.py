@@ -51,11 +51,9 @@ class CliOAuth2Validator(OAuth2Validator):
         """RFC 6749 §4.1.2 / RFC 9700 §4.5: a code is single-use; on replay the authorization
         server SHOULD revoke the tokens issued from it, which we do. RFC 6749 §5.2
         `invalid_grant` also when its user was deactivated since the consent."""
-        if "\x00" in code:  # PostgreSQL text cannot hold NUL: not a code we issued
-            return False
         grant = (
             get_grant_model()
-            .objects.filter(code=code, application=client)
+            .objects.filter(code=token_checksum(code), application=client)
             .select_related("user")
             .first()
         )
@@ -81,6 +79,26 @@ class CliOAuth2Validator(OAuth2Validator):
         with transaction.atomic():
             super().save_authorization_code(client_id, code, request, *args, **kwargs)
             installation_ensure(user=request.user, application=request.client)
+
+    def _create_authorization_code(self, request, code):
+        """RFC 6819 §5.1.4.1.3 (no cleartext credentials): the row stores the code's SHA-256
+        in DOT's `code` column, as DOT stores tokens under COMPLIANT_BCP_RFC9700_TOKEN_STORAGE,
+        and every lookup hashes the presented code. oauthlib keeps the raw `code` for the
+        redirect; only the row gets the hash."""
+        return super()._create_authorization_code(
+            request, {**code, "code": token_checksum(code["code"])}
+        )
+
+    def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
+        """DOT's, by the stored checksum (oauthlib's dispatcher asks it on every exchange)."""
+        return super().get_authorization_code_scopes(
+            client_id, token_checksum(code), redirect_uri, request
+        )
+
+    def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_nonce(
+            client_id, token_checksum(code), redirect_uri, request
+        )
 
     def get_code_challenge(self, code, request):
         return request.cli_grant.code_challenge or None
@@ -186,7 +204,7 @@ class CliOAuth2Validator(OAuth2Validator):
         if request.grant_type == "authorization_code":
             consumed, _ = (
                 get_grant_model()
-                .objects.filter(code=request.code, application=request.client)
+                .objects.filter(code=token_checksum(request.code), application=request.client)
                 .delete()
             )
             if not consumed:
