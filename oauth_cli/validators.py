@@ -22,7 +22,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauth_cli.models import Installation, TokenFamily
-from oauth_cli.selectors import token_checksum
+from oauth_cli.selectors import live_token_owner, token_checksum
 from oauth_cli.services import installation_ensure, token_family_create, token_family_revoke
 
 
@@ -266,21 +266,16 @@ class CliOAuth2Validator(OAuth2Validator):
         return refresh_token
 
     def revoke_token(self, token, token_type_hint, request, *args, **kwargs):
-        """RFC 7009, widened: revoking any token of the CLI disconnects its installation (all
-        token families). Unknown tokens are ignored (the endpoint still answers 200)."""
-        from oauth2_provider.models import get_access_token_model
-
+        """RFC 7009, widened: revoking a live token of the CLI disconnects its installation
+        (all token families). A token that is unknown, expired, rotated or revoked revokes
+        nothing (RFC 7009 §2.2: the endpoint still answers 200): a stale token kept on one
+        machine must not disconnect the families other machines hold."""
         from oauth_cli.services import installation_revoke_for_user
 
         application_pk = getattr(request.client, "pk", None)
         if application_pk is None or not token:
             return
-        lookup = {"token_checksum": token_checksum(token), "application_id": application_pk}
-        owner = (
-            get_access_token_model().objects.filter(**lookup).values_list("user_id", flat=True)
-        ).first() or (
-            get_refresh_token_model().objects.filter(**lookup).values_list("user_id", flat=True)
-        ).first()
+        owner = live_token_owner(token=token, application_id=application_pk)
         if owner is not None:
             installation_revoke_for_user(user_id=owner, application_id=application_pk)
 
