@@ -1,14 +1,76 @@
 """`make run` serves the API from SQLite (DESIGN.md "Stack"): the suite's PostgreSQL cannot show
-that a PostgreSQL-only statement (LATERAL, ARRAY, jsonb casts, data-modifying CTEs) reached a
-request path, so this runs the demo's requests against a fresh SQLite file in a subprocess, the
-way bin/run-dev configures it."""
+that a PostgreSQL-only statement (LATERAL, ARRAY, jsonb casts, data-modifying CTEs, FOR UPDATE,
+SKIP LOCKED, PREPARE, advisory locks, transaction ids) reached a path `make run` takes, so these
+run the demo's requests and work against a fresh SQLite file in a subprocess, configured the way
+bin/run-dev configures it (migrate, ensure_cli_client, seed_demo; config.settings.dev).
+
+Each PostgreSQL-only fast path (a `connection.vendor` branch, a PreparedStatement, raw SQL) and
+the test that runs its SQLite side:
+- API-key lookup (accounts.selectors), X-STORE membership (stores.selectors), coupon pages and
+  counts (coupons.selectors): test_the_demo_requests_answer_on_sqlite.
+- the CLI login: installation lock and code consumption, refresh rotation, revocation
+  (oauth_cli.validators): test_the_cli_login_works_on_sqlite.
+- event positions (events.positions), webhook claim, outcome record and send slots
+  (webhooks.attempts), delivery counts (webhooks.selectors), the metrics backlog
+  (config.metrics.backlog): test_events_and_webhook_deliveries_work_on_sqlite.
+- the maintenance tasks of beat (event pruning with SKIP LOCKED, token pruning, sweeps) and
+  `recount_lists`: test_the_maintenance_work_runs_on_sqlite.
+"""
 
 import json
 import os
+import shutil
+
+import pytest
 
 from tests.api.test_settings import ROOT, manage, run_python
 
-REQUESTS = """
+
+def make_run_environment(var_dir, metrics_dir) -> dict:
+    """bin/run-dev's environment: no DATABASE_URL or REDIS_URL (SQLite, file cache, filesystem
+    broker), the dev settings and the relaxations it exports."""
+    environment = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
+        STOREFRONT_VAR_DIR=str(var_dir),
+        PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
+        DEBUG="true",
+        SECURE_COOKIES="false",
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS="true",
+        METRICS_ALLOWED_ADDRESSES="127.0.0.1,::1",
+        PYTHONPATH=str(ROOT),
+    )
+    return environment
+
+
+@pytest.fixture(scope="module")
+def prepared_var_dir(tmp_path_factory):
+    """A var directory as bin/run-dev leaves it before serving, made once per module."""
+    base = tmp_path_factory.mktemp("make-run")
+    (base / "metrics").mkdir()
+    environment = make_run_environment(base / "var", base / "metrics")
+    for command in (("migrate", "--noinput"), ("ensure_cli_client",), ("seed_demo",)):
+        result = manage(*command, environment=environment)
+        assert result.returncode == 0, result.stderr
+    return base / "var"
+
+
+@pytest.fixture
+def make_run(tmp_path, prepared_var_dir) -> dict:
+    """The environment of a fresh `make run` database (a copy of the prepared one)."""
+    shutil.copytree(prepared_var_dir, tmp_path / "var")
+    (tmp_path / "metrics").mkdir()
+    return make_run_environment(tmp_path / "var", tmp_path / "metrics")
+
+
+def run_script(script: str, environment: dict) -> dict:
+    """Runs `script` (which prints a JSON object last) against the `make run` database."""
+    result = run_python(script, env=environment)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+DEMO_REQUESTS = """
 import json, django
 django.setup()
 from django.test import Client
@@ -43,26 +105,119 @@ print(json.dumps({"statuses": statuses, "listed": listed}))
 """
 
 
-def test_the_demo_requests_answer_on_sqlite(tmp_path):
-    environment = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
-    environment.update(
-        DJANGO_SETTINGS_MODULE="config.settings.dev",
-        STOREFRONT_VAR_DIR=str(tmp_path / "var"),
-        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
-        DEBUG="true",
-        SECURE_COOKIES="false",
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS="true",
-        PYTHONPATH=str(ROOT),
-    )
-    for command in (("migrate", "--noinput"), ("seed_demo",)):
-        result = manage(*command, environment=environment)
-        assert result.returncode == 0, result.stderr
+def test_the_demo_requests_answer_on_sqlite(make_run):
+    answer = run_script(DEMO_REQUESTS, make_run)
 
-    result = run_python(REQUESTS, env=environment)
-
-    assert result.returncode == 0, result.stderr
-    answer = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(answer["statuses"].values()) <= {200, 201}, answer["statuses"]
     [coupon] = answer["listed"]
     assert coupon["code"] == "SMOKE1"
     assert coupon["created_at"].endswith("Z")  # converted from SQLite's text, in UTC
+
+
+# The CLI's login as the CLI and a browser make it: the browser signs in through the form and
+# approves the consent page with CSRF enforced; the CLI exchanges the code with its PKCE
+# verifier, calls the API, refreshes and revokes with plain form posts and no cookies.
+CLI_LOGIN = """
+import json, re, django
+django.setup()
+from django.conf import settings
+from django.test import Client
+from oauth2_provider.models import get_grant_model
+from tests.oauth_cli.flow import (
+    authorize_params, authorize_url, exchange, form_fields, pkce_pair, query_of, refresh,
+)
+
+answer = {}
+browser = Client(enforce_csrf_checks=True)
+cli = Client()
+
+
+def api(path, access_token, **headers):
+    return cli.get(path, HTTP_AUTHORIZATION=f"Bearer {access_token}", **headers).status_code
+
+
+def revoke(token):
+    response = cli.post("/oauth/revoke", {"client_id": settings.CLI_CLIENT_ID, "token": token})
+    return [response.status_code, response.json()]
+
+
+def consent(params):
+    page = browser.get(authorize_url(params))
+    approved = browser.post("/oauth/authorize", form_fields(page.content.decode()))
+    return page.status_code, approved.status_code, query_of(approved["Location"])
+
+
+# authorize: not signed in yet, so the sign-in page first, then back to the consent page
+verifier, challenge = pkce_pair()
+params = authorize_params(code_challenge=challenge)
+to_sign_in = browser.get(authorize_url(params))
+answer["authorize"] = to_sign_in.status_code
+sign_in_page = browser.get(to_sign_in["Location"])
+csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', sign_in_page.content.decode())[1]
+signed_in = browser.post(
+    to_sign_in["Location"],
+    {"username": "demo", "password": "demo", "csrfmiddlewaretoken": csrf,
+     "next": authorize_url(params)},
+)
+answer["sign_in"] = [signed_in.status_code, signed_in["Location"] == authorize_url(params)]
+answer["consent"], answer["approve"], callback = consent(params)
+answer["state_returned"] = callback["state"] == params["state"]
+answer["code_stored_in_clear"] = get_grant_model().objects.filter(code=callback["code"]).exists()
+
+# token: the code exchange with PKCE, then the API with the access token
+first = exchange(cli, callback["code"], verifier).json()
+answer["token_type"] = first.get("token_type")
+answer["api_first"] = [
+    api("/api/v2/me", first["access_token"]),
+    api("/api/v2/oauth/installation", first["access_token"]),
+    api("/api/v2/events", first["access_token"], HTTP_X_STORE="demo-store"),
+]
+
+# refresh: rotation twice; the rotated pair stops working
+second = refresh(cli, first["refresh_token"]).json()
+third = refresh(cli, second["refresh_token"]).json()
+answer["rotated"] = len({first["refresh_token"], second["refresh_token"], third["refresh_token"]})
+answer["api_after_refresh"] = [api("/api/v2/me", first["access_token"]),
+                               api("/api/v2/me", third["access_token"])]
+
+# revoke: a rotated token revokes nothing; the live one disconnects every family
+other_verifier, other_challenge = pkce_pair()
+other_params = authorize_params(code_challenge=other_challenge)
+other_machine = exchange(cli, consent(other_params)[2]["code"], other_verifier).json()
+answer["revoke_rotated"] = revoke(second["refresh_token"])
+answer["api_after_stale_revoke"] = [api("/api/v2/me", third["access_token"]),
+                                    api("/api/v2/me", other_machine["access_token"])]
+answer["revoke_live"] = revoke(third["refresh_token"])
+answer["api_after_revoke"] = [api("/api/v2/me", third["access_token"]),
+                              api("/api/v2/me", other_machine["access_token"])]
+answer["refresh_after_revoke"] = refresh(cli, other_machine["refresh_token"]).json().get("error")
+
+# a replayed code revokes what it was exchanged for (RFC 9700 §4.5)
+last_verifier, last_challenge = pkce_pair()
+last_code = consent(authorize_params(code_challenge=last_challenge))[2]["code"]
+last = exchange(cli, last_code, last_verifier).json()
+answer["code_replayed"] = exchange(cli, last_code, last_verifier).json().get("error")
+answer["api_after_code_replay"] = api("/api/v2/me", last["access_token"])
+print(json.dumps(answer))
+"""
+
+
+def test_the_cli_login_works_on_sqlite(make_run):
+    answer = run_script(CLI_LOGIN, make_run)
+
+    assert answer["authorize"] == 302  # to the sign-in page
+    assert answer["sign_in"] == [302, True]  # back to the authorization request
+    assert (answer["consent"], answer["approve"]) == (200, 303)
+    assert answer["state_returned"] is True
+    assert answer["code_stored_in_clear"] is False
+    assert answer["token_type"] == "Bearer"
+    assert answer["api_first"] == [200, 200, 200]
+    assert answer["rotated"] == 3
+    assert answer["api_after_refresh"] == [401, 200]
+    assert answer["revoke_rotated"] == [200, []]
+    assert answer["api_after_stale_revoke"] == [200, 200]
+    assert answer["revoke_live"] == [200, []]
+    assert answer["api_after_revoke"] == [401, 401]
+    assert answer["refresh_after_revoke"] == "invalid_grant"
+    assert answer["code_replayed"] == "invalid_grant"
+    assert answer["api_after_code_replay"] == 401
