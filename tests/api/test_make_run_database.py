@@ -52,6 +52,7 @@ def prepared_var_dir(tmp_path_factory):
     for command in (("migrate", "--noinput"), ("ensure_cli_client",), ("seed_demo",)):
         result = manage(*command, environment=environment)
         assert result.returncode == 0, result.stderr
+    (base / "var" / "broker" / "processed").mkdir(parents=True)  # the filesystem broker's
     return base / "var"
 
 
@@ -221,3 +222,185 @@ def test_the_cli_login_works_on_sqlite(make_run):
     assert answer["refresh_after_revoke"] == "invalid_grant"
     assert answer["code_replayed"] == "invalid_grant"
     assert answer["api_after_code_replay"] == 401
+
+
+# The journal and the webhook deliveries as the worker of `make run` runs them: the tasks'
+# services called in-process (the same code the Celery worker runs), sending to a local receiver
+# whose first answer is a 500, so a retry, its outcome record and a replay run too.
+EVENTS_AND_WEBHOOKS = """
+import json, threading, django
+django.setup()
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from django.test import Client
+from django.utils import timezone
+from accounts.abilities import ALL
+from accounts.models import User
+from accounts.services import api_key_create
+from orders.services import order_complete, order_place
+from stores.models import Store
+from webhooks.attempts import delivery_send, destination_drain
+from webhooks.models import WebhookDelivery, WebhookDestination
+
+received, statuses = [], [500]
+
+
+class Receiver(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        signed = self.headers.get("webhook-signature", "").startswith("v1,")
+        received.append([self.headers.get("webhook-id"), body["id"], signed])
+        self.send_response(statuses.pop(0) if statuses else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+user = User.objects.get(username="demo")
+store = Store.objects.get(slug="demo-store")
+_, key = api_key_create(user=user, name="smoke", abilities=[ALL], current_store=store)
+client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+answer = {}
+answer["destination"] = client.put(
+    "/api/v2/webhook-destination",
+    {"url": f"http://127.0.0.1:{server.server_port}/hook", "event_types": ["order.completed"]},
+    content_type="application/json",
+).status_code
+for subtotal in (1000, 2000, 3000):
+    order_complete(order=order_place(store=store, subtotal_cents=subtotal))
+
+# the journal, walked page by page with its cursors
+pages, cursor = [], ""
+for _ in range(4):
+    page = client.get(f"/api/v2/events?limit=2&type=order.completed{cursor}").json()
+    pages.append([event["id"] for event in page["data"]])
+    cursor = "&cursor=" + page["meta"]["next_cursor"]
+answer["pages"] = pages
+
+# the drain claims and sends each due delivery; the first answer (500) schedules a retry
+destination = WebhookDestination.objects.get(store=store)
+answer["drained"] = destination_drain(destination_id=destination.pk)
+answer["after_drain"] = sorted(WebhookDelivery.objects.values_list("status", flat=True))
+retry = WebhookDelivery.objects.get(status="pending")
+WebhookDelivery.objects.filter(pk=retry.pk).update(next_attempt_at=timezone.now())
+answer["retried"] = delivery_send(delivery_id=retry.pk)
+listed = client.get("/api/v2/webhook-deliveries?limit=2").json()
+answer["listed"] = [len(listed["data"]), listed["meta"]]
+answer["attempts_of_retried"] = client.get(f"/api/v2/webhook-deliveries/{retry.pk}").json()[
+    "data"
+]["attempts"]
+replayed = client.post(f"/api/v2/webhook-deliveries/{retry.pk}/replay", {},
+                       content_type="application/json")
+answer["replay"] = replayed.status_code
+answer["metrics_pending"] = [
+    line for line in Client().get("/metrics").content.decode().splitlines()
+    if line.startswith(("storefront_metrics_backlog_up", "storefront_webhook_deliveries_pending"))
+]
+answer["replay_sent"] = delivery_send(delivery_id=replayed.json()["data"]["id"])
+answer["received"] = received
+print(json.dumps(answer))
+"""
+
+
+def test_events_and_webhook_deliveries_work_on_sqlite(make_run):
+    answer = run_script(EVENTS_AND_WEBHOOKS, make_run)
+
+    assert answer["destination"] == 201
+    first, second, after_end, idle = answer["pages"]
+    assert (len(first), len(second), after_end, idle) == (2, 1, [], [])
+    events = first + second
+    assert len(set(events)) == 3
+    assert answer["drained"] == 3
+    assert answer["after_drain"] == ["pending", "succeeded", "succeeded"]
+    assert answer["retried"] == "succeeded"
+    assert answer["listed"][0] == 2
+    assert answer["attempts_of_retried"] == 2
+    assert answer["replay"] == 201
+    assert sorted(answer["metrics_pending"]) == [
+        "storefront_metrics_backlog_up 1.0",
+        "storefront_webhook_deliveries_pending 1.0",
+    ]
+    assert answer["replay_sent"] == "succeeded"
+    # every attempt reached the receiver signed, the replay with the same event (and webhook-id)
+    received = answer["received"]
+    assert [event for _, event, _ in received[:3]] == events
+    assert all(signed and webhook_id == event for webhook_id, event, signed in received)
+    assert [event for _, event, _ in received[3:]] == [received[0][1], received[0][1]]
+
+
+# What beat schedules, run in-process on data each task has work in: old events (pruned in
+# batches taken with SKIP LOCKED on PostgreSQL), an expired code and token family, a due
+# webhook delivery the sweep queues on the filesystem broker.
+MAINTENANCE = """
+import json, django
+django.setup()
+from datetime import timedelta
+from django.conf import settings
+from django.test import Client
+from django.utils import timezone
+from oauth2_provider.models import get_grant_model
+from config.celery import app
+from accounts.models import User
+from events.models import Event
+from oauth_cli.models import TokenFamily
+from orders.services import order_complete, order_place
+from stores.models import Store
+from tests.oauth_cli.flow import approve, authorize_params, connect
+from webhooks.models import WebhookDelivery, WebhookDestination
+
+user = User.objects.get(username="demo")
+store = Store.objects.get(slug="demo-store")
+WebhookDestination.objects.create(
+    store=store, url="http://127.0.0.1:9/hook", secret="whsec_" + "A" * 43,
+    event_types=["order.completed"],
+)
+for subtotal in (1000, 2000):
+    order_complete(order=order_place(store=store, subtotal_cents=subtotal))
+long_ago = timezone.now() - timedelta(days=settings.EVENTS_RETENTION_DAYS + 1)
+Event.objects.filter(pk=Event.objects.order_by("txid").values("pk")[:1]).update(
+    occurred_at=long_ago
+)
+browser = Client()
+browser.force_login(user)
+connect(browser)
+approve(browser, authorize_params())
+get_grant_model().objects.update(expires=long_ago)
+TokenFamily.objects.update(expires_at=long_ago)
+WebhookDelivery.objects.update(enqueued_at=None)  # as if their messages were lost
+
+app.loader.import_default_modules()
+ran = {}
+for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
+    result = app.tasks[entry["task"]].apply(
+        args=entry.get("args", ()), kwargs=entry.get("kwargs", {}), throw=False
+    )
+    ran[name] = [result.status, repr(result.result)]
+print(json.dumps({
+    "ran": ran,
+    "events_left": Event.objects.count(),
+    "codes_left": get_grant_model().objects.count(),
+    "families_left": TokenFamily.objects.count(),
+    "deliveries_queued": WebhookDelivery.objects.filter(enqueued_at__isnull=False).count(),
+}))
+"""
+
+
+def test_the_maintenance_work_runs_on_sqlite(make_run):
+    answer = run_script(MAINTENANCE, make_run)
+
+    assert {name: status for name, (status, _) in answer["ran"].items()} == {
+        name: "SUCCESS" for name in answer["ran"]
+    }, answer["ran"]
+    assert answer["ran"]["webhooks-deliveries-sweep"][1] == "1"  # the delivery left
+    assert answer["events_left"] == 1
+    assert answer["codes_left"] == 0
+    assert answer["families_left"] == 0
+    assert answer["deliveries_queued"] == 1
+    # The list totals are PostgreSQL's (triggers); SQLite's lists count, and the command says so.
+    recount = manage("recount_lists", environment=make_run)
+    assert recount.returncode == 1
+    assert "PostgreSQL only" in recount.stderr
