@@ -9,7 +9,9 @@ the test that runs its SQLite side:
 - API-key lookup (accounts.selectors), X-STORE membership (stores.selectors), coupon pages and
   counts (coupons.selectors): test_the_demo_requests_answer_on_sqlite.
 - the CLI login: installation lock and code consumption, refresh rotation, revocation
-  (oauth_cli.validators): test_the_cli_login_works_on_sqlite.
+  (oauth_cli.validators): test_the_cli_login_works_on_sqlite, and under concurrency (SQLite's
+  transactions begin IMMEDIATE, config/settings/base.py):
+  test_racing_token_requests_keep_their_rules_on_sqlite.
 - event positions (events.positions), webhook claim, outcome record and send slots
   (webhooks.attempts), delivery counts (webhooks.selectors), the metrics backlog
   (config.metrics.backlog): test_events_and_webhook_deliveries_work_on_sqlite.
@@ -222,6 +224,58 @@ def test_the_cli_login_works_on_sqlite(make_run):
     assert answer["refresh_after_revoke"] == "invalid_grant"
     assert answer["code_replayed"] == "invalid_grant"
     assert answer["api_after_code_replay"] == 401
+
+
+# Two requests racing on one code or one refresh token, each in its own thread (and so its own
+# SQLite connection), released together: the single-use rules must hold without a 500.
+CLI_RACES = """
+import json, threading, django
+django.setup()
+from django.db import connection
+from django.test import Client
+from accounts.models import User
+from tests.oauth_cli.flow import approve, authorize_params, exchange, pkce_pair, refresh
+
+browser = Client()
+browser.force_login(User.objects.get(username="demo"))
+
+
+def race(request):
+    barrier, statuses = threading.Barrier(2), []
+
+    def run():
+        client = Client(raise_request_exception=False)
+        barrier.wait()
+        statuses.append(request(client).status_code)
+        connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sorted(statuses)
+
+
+answer = {"exchanges": [], "refreshes": []}
+for _ in range(8):
+    verifier, challenge = pkce_pair()
+    code = approve(browser, authorize_params(code_challenge=challenge))["code"]
+    answer["exchanges"].append(race(lambda client: exchange(client, code, verifier)))
+    verifier, challenge = pkce_pair()
+    code = approve(browser, authorize_params(code_challenge=challenge))["code"]
+    token = exchange(Client(), code, verifier).json()["refresh_token"]
+    answer["refreshes"].append(race(lambda client: refresh(client, token)))
+print(json.dumps(answer))
+"""
+
+
+def test_racing_token_requests_keep_their_rules_on_sqlite(make_run):
+    answer = run_script(CLI_RACES, make_run)
+
+    # one wins, the other is refused (invalid_grant), never "database is locked" (500)
+    assert answer["exchanges"] == [[200, 400]] * 8
+    assert answer["refreshes"] == [[200, 400]] * 8
 
 
 # The journal and the webhook deliveries as the worker of `make run` runs them: the tasks'
