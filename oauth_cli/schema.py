@@ -248,7 +248,8 @@ def _schemas() -> dict:
         },
         "RevocationRequest": {
             "type": "object",
-            "description": "RFC 7009 §2.1; any token of the CLI disconnects the installation.",
+            "description": "RFC 7009 §2.1; a live token of the CLI disconnects the installation "
+            "(every token family); a stale one (expired, rotated, revoked) revokes nothing.",
             "properties": {
                 "client_id": public_client_id,
                 "token": {"type": "string", "minLength": 1},
@@ -497,7 +498,7 @@ def _paths() -> dict:
                 {
                     "200": _json(
                         {"type": "array", "maxItems": 0},
-                        "Revoked, or the token was unknown (RFC 7009 §2.2): `[]`.",
+                        "Revoked, or unknown or already invalid (RFC 7009 §2.2): `[]`.",
                         {"Cache-Control": NO_STORE},
                         _examples(revoked=[]),
                     ),
