@@ -23,7 +23,12 @@ from oauthlib.oauth2.rfc6749 import errors
 
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.selectors import live_token_owner, token_checksum
-from oauth_cli.services import installation_ensure, token_family_create, token_family_revoke
+from oauth_cli.services import (
+    installation_ensure,
+    installation_revoke_for_user,
+    token_family_create,
+    token_family_revoke,
+)
 
 
 class _TokenReplayed(Exception):
@@ -270,8 +275,6 @@ class CliOAuth2Validator(OAuth2Validator):
         (all token families). A token that is unknown, expired, rotated or revoked revokes
         nothing (RFC 7009 §2.2: the endpoint still answers 200): a stale token kept on one
         machine must not disconnect the families other machines hold."""
-        from oauth_cli.services import installation_revoke_for_user
-
         application_pk = getattr(request.client, "pk", None)
         if application_pk is None or not token:
             return

@@ -20,7 +20,7 @@ def me_status(access_token: str) -> int:
 
 
 @pytest.mark.parametrize("which", ["refresh_token", "access_token"])
-def test_revoking_any_token_disconnects_every_family(client, signed_in, user, tokens, which):
+def test_revoking_a_live_token_disconnects_every_family(client, signed_in, user, tokens, which):
     second = connect(signed_in)  # another family of the same installation
 
     response = client.post(
