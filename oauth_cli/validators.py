@@ -95,7 +95,8 @@ class CliOAuth2Validator(OAuth2Validator):
         )
 
     def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
-        """DOT's, by the stored checksum (oauthlib's dispatcher asks it on every exchange)."""
+        """DOT's, by the stored checksum. Only the OpenID Connect server asks this and the
+        nonce below (OIDC is off): hashed, they stay right if it is ever turned on."""
         return super().get_authorization_code_scopes(
             client_id, token_checksum(code), redirect_uri, request
         )
