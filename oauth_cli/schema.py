@@ -255,7 +255,8 @@ def _schemas() -> dict:
         },
         "RevocationRequest": {
             "type": "object",
-            "description": "RFC 7009 §2.1; any token of the CLI disconnects the installation.",
+            "description": "RFC 7009 §2.1; a live token of the CLI disconnects the installation "
+            "(every token family); a stale one (expired, rotated, revoked) revokes nothing.",
             "properties": {
                 "client_id": public_client_id,
                 "token": {"type": "string", "minLength": 1},
@@ -513,14 +514,14 @@ def _paths() -> dict:
                 "oauth_revoke",
                 "Revoke a token: disconnects the CLI installation (RFC 7009)",
                 "Sent by the CLI when it disconnects. A live access or refresh token of the CLI "
-                "disconnects its installation; an unknown token changes nothing. Both answer "
-                "200.",
+                "disconnects its installation; an unknown, rotated, revoked or expired one "
+                "changes nothing (another machine's connection stays). Both answer 200.",
                 _ref("RevocationRequest"),
                 client_security,
                 {
                     "200": _json(
                         {"type": "array", "items": {}, "maxItems": 0},
-                        "Revoked, or the token was unknown (RFC 7009 §2.2): `[]`.",
+                        "Revoked, or unknown or already invalid (RFC 7009 §2.2): `[]`.",
                         {"Cache-Control": NO_STORE},
                         _examples(revoked=[]),
                     ),

@@ -3,17 +3,22 @@
 import hashlib
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, get_application_model
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_application_model,
+    get_refresh_token_model,
+)
 
 from accounts.credentials import CREDENTIAL_OAUTH, Credential
 from accounts.models import User
-from oauth_cli.models import Installation
+from oauth_cli.models import Installation, TokenFamily
 
 
 def token_checksum(raw: str) -> str:
-    """How DOT (and TokenFamily.code_checksum) store a token or code: its SHA-256."""
+    """How a token or code is stored and looked up: its SHA-256 (DOT's token_checksum, the
+    Grant's `code` column, TokenFamily.code_checksum)."""
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
@@ -27,6 +32,30 @@ def cli_installation_for(*, user_id: int) -> Installation | None:
     return (
         Installation.objects.select_related("application")
         .filter(user_id=user_id, application__client_id=settings.CLI_CLIENT_ID)
+        .first()
+    )
+
+
+def live_token_owner(*, token: str, application_id: int) -> int | None:
+    """The user id of a live token of the client: an unexpired access token, or a refresh
+    token neither rotated nor revoked whose family is live. None for anything else."""
+    now = timezone.now()
+    lookup = {"token_checksum": token_checksum(token), "application_id": application_id}
+    access_owner = (
+        get_access_token_model()
+        .objects.filter(**lookup, expires__gt=now)
+        .values_list("user_id", flat=True)
+        .first()
+    )
+    if access_owner is not None:
+        return access_owner
+    family_live = TokenFamily.objects.filter(
+        pk=OuterRef("token_family"), revoked_at__isnull=True, expires_at__gt=now
+    )
+    return (
+        get_refresh_token_model()
+        .objects.filter(Exists(family_live), **lookup, revoked__isnull=True)
+        .values_list("user_id", flat=True)
         .first()
     )
 

@@ -22,8 +22,13 @@ from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauth_cli.models import Installation, TokenFamily
-from oauth_cli.selectors import token_checksum
-from oauth_cli.services import installation_ensure, token_family_create, token_family_revoke
+from oauth_cli.selectors import live_token_owner, token_checksum
+from oauth_cli.services import (
+    installation_ensure,
+    installation_revoke_for_user,
+    token_family_create,
+    token_family_revoke,
+)
 
 
 class _TokenReplayed(Exception):
@@ -51,11 +56,9 @@ class CliOAuth2Validator(OAuth2Validator):
         """RFC 6749 §4.1.2 / RFC 9700 §4.5: a code is single-use; on replay the authorization
         server SHOULD revoke the tokens issued from it, which we do. RFC 6749 §5.2
         `invalid_grant` also when its user was deactivated since the consent."""
-        if "\x00" in code:  # PostgreSQL text cannot hold NUL: not a code we issued
-            return False
         grant = (
             get_grant_model()
-            .objects.filter(code=code, application=client)
+            .objects.filter(code=token_checksum(code), application=client)
             .select_related("user")
             .first()
         )
@@ -81,6 +84,27 @@ class CliOAuth2Validator(OAuth2Validator):
         with transaction.atomic():
             super().save_authorization_code(client_id, code, request, *args, **kwargs)
             installation_ensure(user=request.user, application=request.client)
+
+    def _create_authorization_code(self, request, code):
+        """RFC 6819 §5.1.4.1.3 (no cleartext credentials): the row stores the code's SHA-256
+        in DOT's `code` column, as DOT stores tokens under COMPLIANT_BCP_RFC9700_TOKEN_STORAGE,
+        and every lookup hashes the presented code. oauthlib keeps the raw `code` for the
+        redirect; only the row gets the hash."""
+        return super()._create_authorization_code(
+            request, {**code, "code": token_checksum(code["code"])}
+        )
+
+    def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
+        """DOT's, by the stored checksum. Only the OpenID Connect server asks this and the
+        nonce below (OIDC is off): hashed, they stay right if it is ever turned on."""
+        return super().get_authorization_code_scopes(
+            client_id, token_checksum(code), redirect_uri, request
+        )
+
+    def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_nonce(
+            client_id, token_checksum(code), redirect_uri, request
+        )
 
     def get_code_challenge(self, code, request):
         return request.cli_grant.code_challenge or None
@@ -186,7 +210,7 @@ class CliOAuth2Validator(OAuth2Validator):
         if request.grant_type == "authorization_code":
             consumed, _ = (
                 get_grant_model()
-                .objects.filter(code=request.code, application=request.client)
+                .objects.filter(code=token_checksum(request.code), application=request.client)
                 .delete()
             )
             if not consumed:
@@ -248,21 +272,14 @@ class CliOAuth2Validator(OAuth2Validator):
         return refresh_token
 
     def revoke_token(self, token, token_type_hint, request, *args, **kwargs):
-        """RFC 7009, widened: revoking any token of the CLI disconnects its installation (all
-        token families). Unknown tokens are ignored (the endpoint still answers 200)."""
-        from oauth2_provider.models import get_access_token_model
-
-        from oauth_cli.services import installation_revoke_for_user
-
+        """RFC 7009, widened: revoking a live token of the CLI disconnects its installation
+        (all token families). A token that is unknown, expired, rotated or revoked revokes
+        nothing (RFC 7009 §2.2: the endpoint still answers 200): a stale token kept on one
+        machine must not disconnect the families other machines hold."""
         application_pk = getattr(request.client, "pk", None)
         if application_pk is None or not token:
             return
-        lookup = {"token_checksum": token_checksum(token), "application_id": application_pk}
-        owner = (
-            get_access_token_model().objects.filter(**lookup).values_list("user_id", flat=True)
-        ).first() or (
-            get_refresh_token_model().objects.filter(**lookup).values_list("user_id", flat=True)
-        ).first()
+        owner = live_token_owner(token=token, application_id=application_pk)
         if owner is not None:
             installation_revoke_for_user(user_id=owner, application_id=application_pk)
 
@@ -270,10 +287,12 @@ class CliOAuth2Validator(OAuth2Validator):
 def _locked_installation(*, user_id: int, application_id: int) -> Installation | None:
     """The user's installation, row-locked until the transaction ends. A raw queryset: the
     ORM's `select_for_update().filter().first()` costs ≈ 0.3 ms more per token request
-    (docs/benchmarks/oauth.md)."""
+    (docs/benchmarks/oauth.md). Like the ORM's, the lock is left out where the database has
+    no row locks: SQLite (`make run`) rejects `FOR UPDATE` and serialises writers itself."""
     table = Installation._meta.db_table
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     locked = Installation.objects.raw(
-        f"SELECT * FROM {table} WHERE user_id = %s AND application_id = %s FOR UPDATE",  # noqa: S608
+        f"SELECT * FROM {table} WHERE user_id = %s AND application_id = %s{lock}",  # noqa: S608
         [user_id, application_id],
     )
     return next(iter(locked), None)

@@ -129,6 +129,12 @@ DATABASES = {
 DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace(
     "django.db.backends.", "django_prometheus.db.backends."
 )
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # `make run`: web, worker and beat write one SQLite file. A transaction that reads and then
+    # writes fails at once with "database is locked" when another writer got in between (SQLite
+    # cannot wait there without a deadlock); BEGIN IMMEDIATE takes the write lock first, so
+    # concurrent transactions wait their turn (up to the 5 s `timeout`) instead.
+    DATABASES["default"].setdefault("OPTIONS", {})["transaction_mode"] = "IMMEDIATE"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The per-request plain-SQL reads run as statements prepared once per PostgreSQL session
 # (config/db.py). Off by default with DATABASE_CONN_MAX_AGE=0: a connection per request has

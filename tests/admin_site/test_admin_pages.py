@@ -21,6 +21,7 @@ from accounts.models import ApiKey
 from coupons.models import Coupon
 from events.models import Event, EventPruneMark
 from oauth_cli.models import TokenFamily
+from oauth_cli.selectors import token_checksum
 from oauth_cli.services import cli_application_ensure
 from orders.models import Order
 from stores.models import Membership
@@ -123,7 +124,8 @@ def world(db):
         secrets[f"refresh token checksum {token.pk}"] = token.token_checksum
     for family in TokenFamily.objects.all():
         secrets[f"code checksum {family.pk}"] = family.code_checksum
-    assert get_grant_model().objects.filter(code=pending_code).exists()
+    secrets["pending code checksum"] = token_checksum(pending_code)  # the grant's stored code
+    assert get_grant_model().objects.filter(code=token_checksum(pending_code)).exists()
     return {"store": store, "other": other, "secrets": secrets}
 
 

@@ -6,6 +6,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
 from oauth_cli.models import Installation, TokenFamily
+from oauth_cli.selectors import token_checksum
 from oauth_cli.services import cli_application_ensure
 from tests.admin_users import post_action, staff_client_with
 from tests.factories import UserFactory
@@ -43,12 +44,12 @@ def test_ensure_cli_client_repairs_a_changed_client(cli_application):
 def test_oauth_prune_deletes_expired_codes_tokens_and_families(signed_in, tokens):
     past = timezone.now() - timedelta(days=1)
     stale_code = approve(signed_in, authorize_params())["code"]
-    Grant.objects.filter(code=stale_code).update(expires=past)
+    Grant.objects.filter(code=token_checksum(stale_code)).update(expires=past)
     TokenFamily.objects.update(expires_at=past)
 
     call_command("oauth_prune")
 
-    assert not Grant.objects.filter(code=stale_code).exists()
+    assert not Grant.objects.filter(code=token_checksum(stale_code)).exists()
     assert not TokenFamily.objects.exists()
     assert not AccessToken.objects.exists()
     assert not RefreshToken.objects.filter(revoked__isnull=True).exists()

@@ -10,6 +10,7 @@ from oauth2_provider.models import Grant
 
 from oauth_cli.authorize import SESSION_KEY
 from oauth_cli.models import Installation
+from oauth_cli.selectors import token_checksum
 from tests.oauth_cli.flow import (
     REDIRECT_URI,
     authorize_params,
@@ -216,7 +217,7 @@ def test_approve_redirects_with_code_and_state(signed_in, user):
     assert response.status_code == 303
     query = query_of(response["Location"])
     assert query["state"] == params["state"]
-    assert Grant.objects.filter(code=query["code"], user=user).exists()
+    assert Grant.objects.filter(code=token_checksum(query["code"]), user=user).exists()
     assert Installation.objects.filter(user=user).count() == 1
 
 

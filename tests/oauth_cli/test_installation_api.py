@@ -134,6 +134,7 @@ def test_reading_the_installation_takes_two_queries(oauth_client):
 def test_delete_installation_disconnects(oauth_client, user, signed_in, tokens):
     from oauth2_provider.models import Grant
 
+    from oauth_cli.selectors import token_checksum
     from tests.oauth_cli.flow import approve, authorize_params, refresh
 
     pending_code = approve(signed_in, authorize_params())["code"]
@@ -143,7 +144,7 @@ def test_delete_installation_disconnects(oauth_client, user, signed_in, tokens):
     assert response.status_code == 204
     assert response.content == b""
     assert not Installation.objects.filter(user=user).exists()
-    assert not Grant.objects.filter(code=pending_code).exists()
+    assert not Grant.objects.filter(code=token_checksum(pending_code)).exists()
     assert oauth_client.get("/api/v2/me").status_code == 401
     assert refresh(signed_in, tokens["refresh_token"]).json()["error"] == "invalid_grant"
 

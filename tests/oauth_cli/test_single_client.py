@@ -11,6 +11,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, Grant
 
 from oauth_cli.models import Installation
+from oauth_cli.selectors import token_checksum
 from tests.factories import UserFactory
 from tests.oauth_cli.flow import REDIRECT_URI, authorize_params, authorize_url, pkce_pair
 
@@ -51,10 +52,11 @@ def test_token_refuses_another_registered_client_even_with_its_own_valid_code(
     # given: a live code of the other client, and a connection it could attach to
     verifier, challenge = pkce_pair()
     Installation.objects.create(user=user, application=rogue_application)
-    grant = Grant.objects.create(
+    code = "rogue-code-" + uuid.uuid4().hex
+    Grant.objects.create(
         application=rogue_application,
         user=user,
-        code="rogue-code-" + uuid.uuid4().hex,
+        code=token_checksum(code),  # as codes are stored
         expires=timezone.now() + timedelta(minutes=5),
         redirect_uri=REDIRECT_URI,
         scope="admin",
@@ -68,7 +70,7 @@ def test_token_refuses_another_registered_client_even_with_its_own_valid_code(
         {
             "grant_type": "authorization_code",
             "client_id": rogue_application.client_id,
-            "code": grant.code,
+            "code": code,
             "redirect_uri": REDIRECT_URI,
             "code_verifier": verifier,
         },

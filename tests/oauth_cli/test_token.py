@@ -44,14 +44,14 @@ def test_exchange_returns_bearer_tokens(client, code_and_verifier):
     assert body["scope"] == "admin"
     assert body["access_token"] and body["refresh_token"]
     assert response["Cache-Control"] == "no-store"
-    assert not Grant.objects.filter(code=code).exists()
+    assert not Grant.objects.filter(code=token_checksum(code)).exists()
     token = AccessToken.objects.get()
     assert token.token == ""  # only the SHA-256 checksum is stored
     assert timedelta(seconds=3590) < token.expires - timezone.now() <= timedelta(seconds=3600)
 
 
 def test_code_lives_at_most_ten_minutes(code_and_verifier):
-    grant = Grant.objects.get(code=code_and_verifier[0])
+    grant = Grant.objects.get(code=token_checksum(code_and_verifier[0]))
 
     assert grant.expires - timezone.now() <= timedelta(minutes=10)
 
@@ -92,7 +92,9 @@ def test_wrong_redirect_uri_is_refused(client, code_and_verifier):
 
 def test_expired_code_is_refused(client, code_and_verifier):
     code, verifier = code_and_verifier
-    Grant.objects.filter(code=code).update(expires=timezone.now() - timedelta(seconds=1))
+    Grant.objects.filter(code=token_checksum(code)).update(
+        expires=timezone.now() - timedelta(seconds=1)
+    )
 
     response = exchange(client, code, verifier)
 
@@ -448,4 +450,6 @@ def test_token_request_without_redirect_uri_is_refused(client, code_and_verifier
     assert response.json()["error"] == "invalid_request"
     assert "redirect" in response.json()["error_description"].lower()
     assert not AccessToken.objects.exists()
-    assert Grant.objects.filter(code=code).exists()  # refused before the code was consumed
+    assert Grant.objects.filter(
+        code=token_checksum(code)
+    ).exists()  # refused before the code was consumed
