@@ -85,6 +85,17 @@ def _common_errors() -> dict:
     }
 
 
+# A body over DATA_UPLOAD_MAX_MEMORY_SIZE, refused before the view (config.api.middleware):
+# the envelope on the protocol endpoints, the 413 page on the consent form.
+TOO_LARGE = _json(
+    ENVELOPE_REF, "`request_too_large`: the body is over 2.5 MiB (business envelope)."
+)
+TOO_LARGE_PAGE = {
+    "description": "The body is over 2.5 MiB: the 413 page.",
+    "content": {"text/html": {"schema": {"type": "string"}}},
+}
+
+
 def _protocol_error(description: str, *, html: bool = False, headers: dict | None = None):
     """`{error, error_description}`; the authorization endpoint shows it as a page instead when
     the request's Accept contains text/html (a browser)."""
@@ -332,6 +343,7 @@ def _authorize_answer_responses() -> dict:
         "403": _protocol_error(
             "`invalid_request`: CSRF token (`_token`) missing or wrong.", html=True
         ),
+        "413": TOO_LARGE_PAGE,
         **_common_errors(),
         "503": _protocol_error(
             "`temporarily_unavailable`: the answer could not be recorded as used.", html=True
@@ -491,6 +503,7 @@ def _paths() -> dict:
                         "`unsupported_grant_type`, `unauthorized_client`."
                     ),
                     "401": invalid_client,
+                    "413": TOO_LARGE,
                     **_common_errors(),
                 },
                 _examples(
@@ -527,6 +540,7 @@ def _paths() -> dict:
                     ),
                     "400": _malformed_or_protocol_error("`invalid_request`: no `token`."),
                     "401": invalid_client,
+                    "413": TOO_LARGE,
                     **_common_errors(),
                 },
                 _examples(

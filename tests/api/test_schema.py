@@ -155,10 +155,17 @@ def test_oauth_errors_are_the_protocol_object_but_429_and_500_the_envelope(schem
     responses = schema["paths"][path][method]["responses"]
     for status in ("429", "500"):
         assert responses[status]["content"]["application/json"]["schema"] == ERROR_ENVELOPE
+    # 413 is refused before the view: the envelope, or the 413 page on the consent form
+    if "413" in responses:
+        too_large = responses["413"]["content"]
+        assert (
+            too_large == {"text/html": {"schema": {"type": "string"}}}
+            or too_large["application/json"]["schema"] == ERROR_ENVELOPE
+        )
     protocol_errors = {
         status: response
         for status, response in responses.items()
-        if status.startswith(("4", "5")) and status not in ("429", "500")
+        if status.startswith(("4", "5")) and status not in ("413", "429", "500")
     }
     assert protocol_errors or path.startswith("/.well-known")
     for status, response in protocol_errors.items():
@@ -283,7 +290,7 @@ def test_operations_that_take_a_body_declare_the_413_envelope(schema):
     with_body = [
         (path, method, operation)
         for path, item in schema["paths"].items()
-        if path.startswith("/api/")
+        if path.startswith("/api/") or path in ("/oauth/token", "/oauth/revoke")
         for method, operation in item.items()
         if method in ("post", "put", "patch")
     ]
@@ -293,6 +300,10 @@ def test_operations_that_take_a_body_declare_the_413_envelope(schema):
         assert response["content"]["application/json"]["schema"] == {
             "$ref": "#/components/schemas/ErrorEnvelope"
         }, (method, path)
+    # the consent form's answers are pages, the 413 one included
+    for method in ("post", "delete"):
+        too_large = schema["paths"]["/oauth/authorize"][method]["responses"]["413"]
+        assert list(too_large["content"]) == ["text/html"]
 
 
 # --- /api/schema/ is built once per process (issue 18 point 10) ---------------------------
