@@ -98,7 +98,9 @@ def _next_waiting(where: str) -> str:
 
 WAKE_SQL = "SELECT {own_due}, {account_next}, CASE WHEN %(failing)s THEN {failing_next} END".format(
     own_due=DUE_SQL.format(destination="%(destination)s"),
-    account_next=_next_waiting("(store.created_by_id = %(account)s OR store.id = -%(account)s)"),
+    account_next=_next_waiting(
+        "(store.created_by_id = %(account)s OR store.id = %(creatorless_store)s)"
+    ),
     failing_next=_next_waiting("dest.failing_since IS NOT NULL"),
 )
 # The constants written into the SQL above.
@@ -155,6 +157,8 @@ def destinations_to_wake(destination_id, held: HeldSlots) -> tuple[bool, list[in
                 "now": now,
                 "destination": destination_id,
                 "account": held.account_id,
+                # A store whose creator is gone is its own account, numbered minus its id.
+                "creatorless_store": -held.account_id,
                 "failing": held.failing,
                 "destination_slots": settings.WEBHOOKS_DESTINATION_CONCURRENCY,
             },

@@ -224,3 +224,20 @@ def test_database_connections_probe_a_silent_peer_within_minutes():
         raw.detach()  # the socket stays psycopg's
     assert idle + interval * probes <= 180
     assert 0 < user_timeout_ms <= 180_000
+
+
+def test_a_deleted_destination_leaves_no_send_slots(store, receiver):
+    from webhooks.services import destination_delete
+
+    destination = destination_for(store, receiver.url)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    assert run_at_once(lambda: delivery_send(delivery_id=delivery.pk), 1) == ["succeeded"]
+    assert WebhookSendSlot.objects.filter(
+        scope=WebhookSendSlot.SCOPE_DESTINATION, owner=destination.pk
+    ).exists()
+
+    destination_delete(store=store)
+
+    assert not WebhookSendSlot.objects.filter(
+        scope=WebhookSendSlot.SCOPE_DESTINATION, owner=destination.pk
+    ).exists()
