@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from config.db import PreparedStatement
 from webhooks.models import WebhookDelivery, WebhookSendSlot
 from webhooks.selectors import deliveries_due
 
@@ -103,6 +104,10 @@ WAKE_SQL = "SELECT {own_due}, {account_next}, CASE WHEN %(failing)s THEN {failin
     ),
     failing_next=_next_waiting("dest.failing_since IS NOT NULL"),
 )
+# Prepared once per database session (config/db.py): planning the wake-up query cost more than
+# running it.
+RELEASE_STATEMENT = PreparedStatement("storefront_send_slots_release", RELEASE_SQL)
+WAKE_STATEMENT = PreparedStatement("storefront_send_slots_wake", WAKE_SQL)
 # The constants written into the SQL above.
 assert WebhookDelivery.STATUS_PENDING == "pending"
 assert WebhookSendSlot.SCOPE_DESTINATION == 1
@@ -137,7 +142,7 @@ def slots_release(held: HeldSlots) -> None:
         return
     try:
         with connection.cursor() as cursor:
-            cursor.execute(RELEASE_SQL, {"slot_ids": held.slot_ids, "token": held.token})
+            RELEASE_STATEMENT.execute(cursor, {"slot_ids": held.slot_ids, "token": held.token})
     except Exception:
         # A broken connection: the leases run out on their own.
         logger.warning("webhook send slots %s not released; their lease runs out", held.slot_ids)
@@ -151,8 +156,8 @@ def destinations_to_wake(destination_id, held: HeldSlots) -> tuple[bool, list[in
         own_due = deliveries_due(now=now).filter(destination_id=destination_id).exists()
         return own_due, []
     with connection.cursor() as cursor:
-        cursor.execute(
-            WAKE_SQL,
+        WAKE_STATEMENT.execute(
+            cursor,
             {
                 "now": now,
                 "destination": destination_id,
