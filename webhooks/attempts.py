@@ -427,8 +427,8 @@ def destination_slot(destination_id):
 def _slot_released(destination_id, held: HeldSlots, *, more_due: bool | None = None) -> None:
     """After slots are released: a drain or send refused a slot ended without a trace, leaving
     its deliveries to the slot holders; so each holder, once it let go, queues a drain of its
-    destination if anything is still due there, and one of the next other destination waiting
-    for its account's slot (and, for a failing slot, of the next failing destination). Looking
+    destination if anything is still due there, and a drain of the next other destination of
+    its account with a due delivery (and, for a failing slot, of the next failing one). Looking
     after the release closes the gap: whoever was refused this slot was refused before, and
     its deliveries are due now. What a wake-up misses (a slot whose lease ran out) the sweeper
     queues."""

@@ -101,7 +101,7 @@ def test_one_accounts_five_hanging_stores_do_not_delay_another_accounts_delivery
     # each with a receiver that hangs past the send timeout and 60 due deliveries whose
     # messages look lost (the sweeper keeps queueing them)
     processes = compose_worker_concurrency()
-    assert processes == 4
+    assert processes > 3  # the default account bound (3) leaves B a process
     start_worker(FAIRNESS_ENV, concurrency=processes)
     user_a, user_b = UserFactory(), UserFactory()
     for minute, hanging in enumerate(five_hanging_receivers):
