@@ -29,6 +29,7 @@ from webhooks.services import (
     destination_enabled_set,
     destination_signing_secrets,
 )
+from webhooks.slots import HeldSlots, destinations_to_wake, slots_held
 
 logger = logging.getLogger(__name__)
 
@@ -413,54 +414,29 @@ def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) ->
     return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
 
 
-# Advisory-lock namespace of the destinations' send slots (first key: namespace + slot number,
-# second: the destination id folded into int4; a fold collision only shares slots).
-SLOT_LOCK_NAMESPACE = 0x57480000
-
-
 @contextlib.contextmanager
 def destination_slot(destination_id):
-    """Holds one of the destination's WEBHOOKS_DESTINATION_CONCURRENCY send slots while the
-    block runs; yields False (holding nothing) when all are taken.
-
-    A slot is a PostgreSQL session advisory lock: it needs no cleanup when its worker dies
-    (the server releases it with the connection, at once, where a cache key would wait out a
-    timeout). Under SQLite (`make run`, one worker) there is no bound.
-    """
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    folded = int(destination_id) & 0x7FFFFFFF
-    slot = None
-    with connection.cursor() as cursor:
-        for number in range(max(1, settings.WEBHOOKS_DESTINATION_CONCURRENCY)):
-            cursor.execute(
-                "SELECT pg_try_advisory_lock(%s, %s)", [SLOT_LOCK_NAMESPACE + number, folded]
-            )
-            if cursor.fetchone()[0]:
-                slot = number
-                break
-    try:
-        yield slot is not None
-    finally:
-        if slot is not None:
-            # A broken connection has released it already.
-            with contextlib.suppress(Exception), connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_advisory_unlock(%s, %s)", [SLOT_LOCK_NAMESPACE + slot, folded]
-                )
+    """Holds the send slots of one send to the destination while the block runs (one of the
+    destination's, one of its account's, and one of the failing destinations' share while it
+    is failing: webhooks/slots.py); yields the HeldSlots, or None (holding nothing) when one
+    of those bounds is full. Under SQLite (`make run`, one worker) there is no bound."""
+    with slots_held(destination_id) as held:
+        yield held
 
 
-def _destination_has_due(destination_id) -> bool:
-    return deliveries_due(now=timezone.now()).filter(destination_id=destination_id).exists()
-
-
-def _slot_released(destination_id, *, more_due: bool | None = None) -> None:
-    """After a slot is released: a drain or send that found every slot taken ended without a
-    trace, leaving its deliveries to the slot holders; so each holder, once it let go, queues
-    a drain if anything is still due. Looking after the release closes the gap: whoever failed
-    to get this slot did so before, and its deliveries are due now."""
-    if more_due or _destination_has_due(destination_id):
+def _slot_released(destination_id, held: HeldSlots, *, more_due: bool | None = None) -> None:
+    """After slots are released: a drain or send refused a slot ended without a trace, leaving
+    its deliveries to the slot holders; so each holder, once it let go, queues a drain of its
+    destination if anything is still due there, and a drain of the next other destination of
+    its account with a due delivery (and, for a failing slot, of the next failing one). Looking
+    after the release closes the gap: whoever was refused this slot was refused before, and
+    its deliveries are due now. What a wake-up misses (a slot whose lease ran out) the sweeper
+    queues."""
+    own_due, others = destinations_to_wake(destination_id, held)
+    # The others first: they queue ahead of this destination's successor for the freed slot.
+    for other in others:
+        destination_drain_continue(other)
+    if more_due or own_due:
         destination_drain_continue(destination_id)
 
 
@@ -477,11 +453,11 @@ def delivery_send(*, delivery_id) -> str | None:
         claim = delivery_claim(delivery_id=delivery_id)
         return _attempt_make(*claim) if claim else None
     with destination_slot(destination_id) as held:
-        if not held:
+        if held is None:
             return None
         claim = delivery_claim(delivery_id=delivery_id)
         status = _attempt_make(*claim) if claim else None
-    _slot_released(destination_id)
+    _slot_released(destination_id, held)
     return status
 
 
@@ -495,14 +471,14 @@ def destination_drain(*, destination_id) -> int:
     queued) is sent by this drain. Out of time with more due, it queues its successor, which
     goes to the back of the queue: other destinations' work is not held up behind a backlog.
 
-    It sends only while holding one of the destination's send slots (destination_slot); with
-    every slot taken it ends at once, and a slot holder queues the next drain (_slot_released).
+    It sends only while holding its send slots (destination_slot); with a bound full it ends at
+    once, and a slot holder queues the next drain (_slot_released).
     """
     with destination_slot(destination_id) as held:
-        if not held:
+        if held is None:
             return 0
         claimed, out_of_time = _destination_drain_slotted(destination_id)
-    _slot_released(destination_id, more_due=out_of_time)
+    _slot_released(destination_id, held, more_due=out_of_time)
     return claimed
 
 

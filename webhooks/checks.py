@@ -40,7 +40,7 @@ def drain_ends_within_its_time_limit(app_configs, **kwargs):
 @checks.register(checks.Tags.compatibility)
 def bounded_settings_stay_in_their_bounds(app_configs, **kwargs):
     # The DNS lookup of a destination runs inside a sync web worker (hardening point 4: at most
-    # 2 s), and a destination needs at least one send slot or nothing is ever sent to it.
+    # 2 s), and every bound of a send needs at least one slot or nothing is ever sent.
     errors = []
     if not 0 < settings.WEBHOOKS_DNS_TIMEOUT_SECONDS <= 2:
         errors.append(
@@ -50,13 +50,18 @@ def bounded_settings_stay_in_their_bounds(app_configs, **kwargs):
                 id="webhooks.E003",
             )
         )
-    if settings.WEBHOOKS_DESTINATION_CONCURRENCY < 1:
-        errors.append(
-            checks.Error(
-                "WEBHOOKS_DESTINATION_CONCURRENCY must be at least 1.",
-                hint="Keep it below the worker process count (one store's failing receiver "
-                "must not hold every process).",
-                id="webhooks.E004",
+    for name in (
+        "WEBHOOKS_DESTINATION_CONCURRENCY",
+        "WEBHOOKS_ACCOUNT_CONCURRENCY",
+        "WEBHOOKS_FAILING_CONCURRENCY",
+    ):
+        if getattr(settings, name) < 1:
+            errors.append(
+                checks.Error(
+                    f"{name} must be at least 1.",
+                    hint="Keep it below the worker process count (one store's, one account's "
+                    "or all failing receivers must not hold every process).",
+                    id="webhooks.E004",
+                )
             )
-        )
     return errors

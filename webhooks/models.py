@@ -44,6 +44,17 @@ class WebhookDestination(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
+    class Meta:
+        indexes = [
+            # A released send slot of the failing destinations' share wakes the next failing
+            # destination in id order (webhooks/slots.py).
+            models.Index(
+                fields=["id"],
+                name="destination_failing_idx",
+                condition=models.Q(failing_since__isnull=False),
+            ),
+        ]
+
     def __str__(self):
         # The origin only: the path or query can be a credential (hooks.slack.com/services/...),
         # and this text goes to admin messages (a cookie), LogEntry and delete confirmations.
@@ -181,3 +192,39 @@ class WebhookDeliveryAttempt(models.Model):
 
     def __str__(self):
         return f"attempt {self.number} of {self.delivery_id}"
+
+
+class WebhookSendSlot(models.Model):
+    """One send slot, leased by the worker sending with it (webhooks/slots.py).
+
+    A send holds one free slot of each of its bounds at once: its destination's
+    (WEBHOOKS_DESTINATION_CONCURRENCY), its store's account's (WEBHOOKS_ACCOUNT_CONCURRENCY) and,
+    while its destination is failing, the failing destinations' shared ones
+    (WEBHOOKS_FAILING_CONCURRENCY). A row is free when `lease_until` is null or past: a slot
+    whose worker died comes back when its lease runs out, whatever pools the connections.
+    """
+
+    SCOPE_DESTINATION = 1
+    SCOPE_ACCOUNT = 2
+    SCOPE_FAILING = 3
+    SCOPES = [
+        (SCOPE_DESTINATION, "destination"),
+        (SCOPE_ACCOUNT, "account"),
+        (SCOPE_FAILING, "failing destinations"),
+    ]
+
+    scope = models.PositiveSmallIntegerField(choices=SCOPES)
+    # The destination's id, the account's (the user who created the store; minus the store's id
+    # when that user is gone), or 0 for the failing destinations' share.
+    owner = models.BigIntegerField()
+    number = models.PositiveSmallIntegerField()
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.UUIDField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "owner", "number"], name="send_slot_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.get_scope_display()} {self.owner} slot {self.number}"

@@ -6,7 +6,9 @@ Delivery lifecycle (DESIGN.md "Webhooks"): created `pending` in the event's tran
 retry schedule, then `failed` after the last retry. New deliveries are sent by a drain of their
 destination, queued on commit; a retry is queued as its own send task; the beat sweeper queues
 a drain of each destination with a due delivery whose message was lost. Every send holds one
-of its destination's few send slots (attempts.destination_slot), so no store fills the workers.
+of its destination's few send slots, one of its account's and, while the destination fails, one
+of the failing destinations' share (webhooks/slots.py), so no store, no account and no set of
+failing receivers fills the workers.
 """
 
 import base64
@@ -24,7 +26,7 @@ from django.utils import timezone
 from config.api.errors import NotFound, RateLimited, ValidationFailed
 from stores.models import Store
 from webhooks.addresses import url_origin
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
 from webhooks.selectors import deliveries_due, delivery_get
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,10 @@ def destination_delete(*, store) -> None:
         if destination is None:
             raise NotFound("This store has no webhook destination.")
         _pending_deliveries_disable(destination_id=destination.pk, now=timezone.now())
+        # Its send slots (a send still holding one just finds nothing to give back).
+        WebhookSendSlot.objects.filter(
+            scope=WebhookSendSlot.SCOPE_DESTINATION, owner=destination.pk
+        ).delete()
         destination.delete()
 
 

@@ -124,6 +124,19 @@ DATABASES = {
         conn_max_age=DATABASE_CONN_MAX_AGE,
     )
 }
+# TCP keepalives on PostgreSQL connections (libpq's; a `?keepalives_idle=...` in DATABASE_URL
+# wins): a connection to a host that vanished (no FIN, no RST) is found dead after about
+# 60 + 6 x 10 s instead of Linux's 2 h 11 min, or 2 min with a request unanswered (TCP user
+# timeout), so a worker blocked on it errors out and its process is freed (docs/scaling.md).
+if DATABASES["default"]["ENGINE"].endswith(".postgresql"):
+    for name, value in {
+        "keepalives": 1,
+        "keepalives_idle": 60,
+        "keepalives_interval": 10,
+        "keepalives_count": 6,
+        "tcp_user_timeout": 120_000,  # ms
+    }.items():
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault(name, value)
 # django-prometheus' subclasses of the same backends count queries, errors and new connections
 # (django_db_*) for /metrics; the vendor, and so every backend-specific code path, is unchanged.
 DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace(

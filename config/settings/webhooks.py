@@ -20,7 +20,8 @@ WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 # resolve to public addresses.
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
 # A claimed delivery belongs to its worker this long; longer than any attempt can take
-# (connect + read timeouts plus margin), so two workers never send the same attempt.
+# (connect + read timeouts plus margin), so two workers never send the same attempt. A send
+# slot is leased as long (webhooks/slots.py): the slots of a worker that died come back then.
 WEBHOOKS_LEASE_SECONDS = env.seconds("WEBHOOKS_LEASE_SECONDS", 60)
 # A destination's drain (one task sending its due deliveries in turn) claims no more after
 # this long and queues its successor, so one backlog does not hold a worker process for long.
@@ -31,6 +32,14 @@ WEBHOOKS_DRAIN_SECONDS = env.seconds("WEBHOOKS_DRAIN_SECONDS", 10)
 WEBHOOKS_DESTINATION_CONCURRENCY = env.count(
     "WEBHOOKS_DESTINATION_CONCURRENCY", default=2, minimum=1
 )
+# In-flight sends per account (the user who created the stores), all its stores together, also
+# below the worker process count: one user's many stores with hanging receivers hold at most
+# this many processes (compose.yaml runs 4).
+WEBHOOKS_ACCOUNT_CONCURRENCY = env.count("WEBHOOKS_ACCOUNT_CONCURRENCY", default=3, minimum=1)
+# In-flight sends to failing destinations (their last attempt failed or timed out), all
+# accounts together: however many accounts point stores at hanging receivers, the healthy
+# destinations keep the other processes. About half the worker processes of all hosts.
+WEBHOOKS_FAILING_CONCURRENCY = env.count("WEBHOOKS_FAILING_CONCURRENCY", default=2, minimum=1)
 # Replays per store per sliding window (API and admin alike); more is 429 with Retry-After.
 WEBHOOKS_REPLAY_LIMIT = env.count("WEBHOOKS_REPLAY_LIMIT", default=100, minimum=1)
 WEBHOOKS_REPLAY_WINDOW_SECONDS = env.seconds("WEBHOOKS_REPLAY_WINDOW_SECONDS", 3600)

@@ -165,6 +165,10 @@ def test_timings_that_let_an_attempt_outlive_its_lease_are_configuration_errors(
         ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 0, "webhooks.E003", True),
         ("WEBHOOKS_DESTINATION_CONCURRENCY", 1, "webhooks.E004", False),
         ("WEBHOOKS_DESTINATION_CONCURRENCY", 0, "webhooks.E004", True),  # nothing ever sent
+        ("WEBHOOKS_ACCOUNT_CONCURRENCY", 1, "webhooks.E004", False),
+        ("WEBHOOKS_ACCOUNT_CONCURRENCY", 0, "webhooks.E004", True),
+        ("WEBHOOKS_FAILING_CONCURRENCY", 1, "webhooks.E004", False),
+        ("WEBHOOKS_FAILING_CONCURRENCY", 0, "webhooks.E004", True),
     ],
 )
 def test_bounded_settings_outside_their_bounds_are_configuration_errors(

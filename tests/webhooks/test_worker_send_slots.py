@@ -1,0 +1,352 @@
+"""Send slots with real Celery workers: one account's many hanging stores, PgBouncer in
+transaction mode, and a worker that dies (or whose host stops answering) mid-send.
+
+Workers are `celery -A config worker` subprocesses on the test PostgreSQL and Redis (through a
+real PgBouncer, started here, where said); receivers are real local HTTP servers.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from django.db import connection
+from django.utils import timezone
+
+from config.celery import app
+from tests.factories import StoreFactory, UserFactory
+from tests.webhooks.conftest import (
+    BASE_DIR,
+    CeleryWorker,
+    Receiver,
+    Reply,
+    destination_for,
+    record_order_completed,
+    wait_until,
+)
+from tests.webhooks.test_worker_fairness import FAIRNESS_ENV, SEND_TIMEOUT, HangingReceiver
+from webhooks.attempts import delivery_send
+from webhooks.models import WebhookDelivery, WebhookSendSlot
+from webhooks.services import deliveries_enqueue
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def compose_worker_concurrency() -> int:
+    """The webhooks worker's process count in compose.yaml (its WORKER_CONCURRENCY default)."""
+    compose = yaml.safe_load((BASE_DIR / "compose.yaml").read_text())
+    command = " ".join(compose["services"]["worker"]["command"])
+    return int(re.search(r"--concurrency=\$\{WORKER_CONCURRENCY:-(\d+)\}", command).group(1))
+
+
+class EnvWorker(CeleryWorker):
+    """A worker with `extra_env` over the suite's compressed timings."""
+
+    def __init__(self, log_dir, extra_env: dict, **kwargs):
+        super().__init__(log_dir, **kwargs)
+        self.extra_env = extra_env
+
+    def env(self) -> dict:
+        return {**super().env(), **self.extra_env}
+
+
+@pytest.fixture
+def start_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    workers = []
+
+    def start(extra_env: dict, **kwargs) -> EnvWorker:
+        worker = EnvWorker(tmp_path_factory.mktemp("celery-slots"), extra_env, **kwargs)
+        with django_db_blocker.unblock():
+            worker.start()
+        workers.append(worker)
+        return worker
+
+    app.control.purge()
+    yield start
+    # Torn down before the test's database flush (sends in flight would block it).
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.kill()
+    app.control.purge()
+
+
+def live_slots() -> int:
+    return WebhookSendSlot.objects.filter(lease_until__gte=timezone.now()).count()
+
+
+# --- one account's five hanging stores ---------------------------------------------------
+
+
+@pytest.fixture
+def five_hanging_receivers():
+    servers = [HangingReceiver() for _ in range(5)]
+    yield servers
+    for server in servers:
+        server.close()
+
+
+def test_one_accounts_five_hanging_stores_do_not_delay_another_accounts_delivery(
+    start_worker, receiver, five_hanging_receivers
+):
+    # given the compose worker (its process count), with the default per-account and failing
+    # shares, and user A's five stores (created a minute apart, as the store limit allows),
+    # each with a receiver that hangs past the send timeout and 60 due deliveries whose
+    # messages look lost (the sweeper keeps queueing them)
+    processes = compose_worker_concurrency()
+    assert processes > 3  # the default account bound (3) leaves B a process
+    start_worker(FAIRNESS_ENV, concurrency=processes)
+    user_a, user_b = UserFactory(), UserFactory()
+    for minute, hanging in enumerate(five_hanging_receivers):
+        store = StoreFactory(
+            created_by=user_a, created_at=timezone.now() - timedelta(minutes=5 - minute)
+        )
+        destination_for(store, hanging.url)
+        for order_id in range(60):
+            record_order_completed(store, order_id=order_id)
+    WebhookDelivery.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))
+    wait_until(
+        lambda: sum(len(h.received()) for h in five_hanging_receivers) >= 3,
+        timeout=20,
+        message="A's sends in flight",
+    )
+    time.sleep(2 * SEND_TIMEOUT)  # sweeps, retries and A's drains have piled up meanwhile
+
+    # when user B's store records one event
+    store_b = StoreFactory(created_by=user_b)
+    destination_for(store_b, receiver.url)
+    started = time.time()
+    event = record_order_completed(store_b)
+
+    # then B's receiver gets it within 10 s
+    request = wait_until(lambda: receiver.received(), timeout=10, message="B's delivery")[0]
+    assert request.headers["webhook-id"] == event.id
+    latency = request.received_at - started
+    # and A's stores together never had more sends in flight than its account's three slots
+    # (each send lasts the whole timeout: sends started within less than one overlapped)
+    starts = sorted(r.received_at for h in five_hanging_receivers for r in h.received())
+    window = SEND_TIMEOUT * 0.8
+    most_at_once = max(sum(1 for o in starts if s <= o < s + window) for s in starts)
+    assert most_at_once <= 3
+    print(
+        f"\nB's delivery arrived {latency:.2f} s after its event; A's five stores: at most "
+        f"{most_at_once} sends in flight of {processes} processes, {len(starts)} requests"
+    )
+
+
+# --- PgBouncer in transaction mode -------------------------------------------------------
+
+
+class PgBouncer:
+    """/usr/sbin/pgbouncer in transaction mode with ONE server connection, on a free loopback
+    port in front of the test PostgreSQL: every client shares that one server session."""
+
+    BINARY = "/usr/sbin/pgbouncer"
+
+    def __init__(self, directory: Path):
+        settings_dict = connection.settings_dict
+        self.directory = directory
+        self.port = _free_port()
+        (directory / "userlist.txt").write_text(f'"{settings_dict["USER"]}" ""\n')
+        (directory / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"* = host={settings_dict['HOST']} port={settings_dict['PORT']}\n"
+            "[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
+            f"auth_type = trust\nauth_file = {directory / 'userlist.txt'}\n"
+            "pool_mode = transaction\ndefault_pool_size = 1\nmax_client_conn = 200\n"
+            "ignore_startup_parameters = extra_float_digits,options\n"
+            f"logfile = {directory / 'pgbouncer.log'}\n"
+        )
+        command = [self.BINARY, str(directory / "pgbouncer.ini")]
+        if os.geteuid() == 0:
+            # PgBouncer refuses to run as root; the test PostgreSQL runs as `postgres` too.
+            subprocess.run(["chown", "-R", "postgres", str(directory)], check=True)
+            directory.chmod(0o755)
+            command.insert(1, "-u")
+            command.insert(2, "postgres")
+        with open(directory / "pgbouncer.out", "wb") as output:
+            self.process = subprocess.Popen(
+                command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        wait_until(self._accepts, timeout=10, message="pgbouncer listening")
+
+    def _accepts(self) -> bool:
+        import socket
+
+        assert self.process.poll() is None, self.log()
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def log(self) -> str:
+        paths = [self.directory / "pgbouncer.out", self.directory / "pgbouncer.log"]
+        return "".join(path.read_text()[-3000:] for path in paths if path.exists())
+
+    def database_url(self) -> str:
+        settings_dict = connection.settings_dict
+        return f"postgres://{settings_dict['USER']}@127.0.0.1:{self.port}/{settings_dict['NAME']}"
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def pgbouncer():
+    if not Path(PgBouncer.BINARY).exists():
+        pytest.fail(f"{PgBouncer.BINARY} is missing: bin/install-test-deps installs pgbouncer")
+    # Beside the test PostgreSQL (bin/with-test-services), readable by the `postgres` user;
+    # pytest's own temporary directories are private to the user running the tests.
+    directory = Path(
+        tempfile.mkdtemp(prefix="pgbouncer-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))
+    )
+    bouncer = PgBouncer(directory)
+    yield bouncer
+    bouncer.stop()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+class CountingReceiver(Receiver):
+    """Answers 200 after holding each request a while, counting those in flight."""
+
+    def __init__(self, hold: float):
+        super().__init__()
+        self.counter = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+        def respond(request):
+            with self.counter:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            time.sleep(hold)
+            with self.counter:
+                self.in_flight -= 1
+            return Reply(200)
+
+        self.respond = respond
+
+
+@pytest.fixture
+def counting_receiver():
+    server = CountingReceiver(hold=0.8)
+    yield server
+    server.close()
+
+
+def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
+    start_worker, pgbouncer, counting_receiver
+):
+    # given a 4-process worker whose database connections go through PgBouncer in transaction
+    # mode (docs/scaling.md: no prepared statements, no persistent connections)
+    start_worker(
+        {
+            "DATABASE_URL": pgbouncer.database_url(),
+            "DATABASE_CONN_MAX_AGE": "0",
+            "DATABASE_PREPARED_STATEMENTS": "false",
+            "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
+        },
+        concurrency=4,
+        beat=False,
+    )
+    store = StoreFactory(created_by=UserFactory())
+    destination_for(store, counting_receiver.url)
+    deliveries = [
+        WebhookDelivery.objects.get(event=record_order_completed(store, order_id=n))
+        for n in range(8)
+    ]
+
+    # when all eight are queued as sends at once (besides their drain)
+    deliveries_enqueue([d.pk for d in deliveries])
+
+    # then all are sent, never more than the destination's two at once, and no slot is left
+    # taken (a session lock would be taken again by every client of the shared session, and
+    # its unlock could land on another session)
+    wait_until(
+        lambda: WebhookDelivery.objects.filter(status="succeeded").count() == 8,
+        timeout=60,
+        message="the eight deliveries",
+    )
+    assert counting_receiver.most_in_flight == 2
+    assert len(counting_receiver.received()) == 8
+    assert live_slots() == 0
+    assert "transaction" in (pgbouncer.directory / "pgbouncer.ini").read_text()
+
+
+# --- a worker that dies mid-send ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stop_signal",
+    [
+        pytest.param(signal.SIGKILL, id="killed"),
+        # The process, frozen, still holds its database connections open, as a host that
+        # vanished does until TCP gives up on it.
+        pytest.param(signal.SIGSTOP, id="host-gone"),
+    ],
+)
+def test_a_dead_workers_send_slots_come_back_after_their_lease(
+    start_worker, receiver, settings, stop_signal
+):
+    # given one send slot per destination, leased for 3 s, held by a worker sending to a
+    # receiver that holds the request
+    settings.WEBHOOKS_DESTINATION_CONCURRENCY = 1
+    lease = 3
+    worker = start_worker(
+        {"WEBHOOKS_DESTINATION_CONCURRENCY": "1", "WEBHOOKS_LEASE_SECONDS": str(lease)},
+        concurrency=2,
+        beat=False,
+    )
+    release = threading.Event()
+
+    def hold_the_first(request):
+        if len(receiver.received()) == 1:
+            release.wait(timeout=30)
+        return Reply(200)
+
+    receiver.respond = hold_the_first
+    store = StoreFactory(created_by=UserFactory())
+    destination_for(store, receiver.url)
+    record_order_completed(store, order_id=1)
+    wait_until(lambda: receiver.received(), timeout=20, message="the worker's send in flight")
+
+    # when the worker dies mid-send
+    os.killpg(worker.process.pid, stop_signal)
+    stopped_at = time.monotonic()
+    try:
+        waiting = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
+        app.control.purge()
+
+        # then its slot stays taken while its lease runs...
+        assert delivery_send(delivery_id=waiting.pk) is None
+        # ...and comes back when it runs out
+        wait_until(
+            lambda: delivery_send(delivery_id=waiting.pk) == "succeeded",
+            timeout=lease + 10,
+            interval=0.2,
+            message="the send, once the dead worker's slot lease ran out",
+        )
+        assert time.monotonic() - stopped_at < lease + 10
+    finally:
+        release.set()
+        if stop_signal != signal.SIGKILL:
+            worker.kill()
