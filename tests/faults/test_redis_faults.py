@@ -359,9 +359,13 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
     }
     print(f"\nRedis stopped for {up - down:.1f} s; over-budget key spent after {spent} requests")
     print_phases(answers, down, up)
-    print(f"rate limits counted again {limits_back - up:.1f} s after Redis returned")
+
+    def after_up(moment):
+        return "never" if moment is None else f"{moment - up:.1f} s after Redis returned"
+
+    print(f"rate limits counted again {after_up(limits_back)}")
     for path, at in sign_in_back.items():
-        print(f"sign-in at {path} again {at - up:.1f} s after Redis returned")
+        print(f"sign-in at {path} again {after_up(at)}")
     print(
         f"webhooks: {len(expected)} events, {len(during_events)} recorded during the outage, "
         f"{len(received)} requests received, {len(per_event)} distinct webhook-ids, "
@@ -369,8 +373,8 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
         f"lost {len(expected - set(per_event))}"
     )
     print(
-        f"outage events delivered {min(during_received) - up:.1f} s (first) to "
-        f"{max(during_received) - up:.1f} s (last) after Redis returned; "
+        f"outage events delivered: first {after_up(min(during_received, default=None))}, "
+        f"last {after_up(max(during_received, default=None))}; "
         f"worker started {worker.starts} time(s)"
     )
     print(f"web log lines: {log_lines}")
