@@ -10,7 +10,8 @@ Redis is down", docs/decisions/webhooks.md):
 - a sign-in on either sign-in page fails closed: the 503 "Sign-in is temporarily unavailable"
   page with Retry-After: 30 and no session, and signs in again after Redis returns;
 - webhook deliveries are rows in PostgreSQL: events recorded while the broker is gone are
-  delivered after it returns (the sweeper queues them again), each exactly once.
+  delivered after it returns (claimed by the next drain of their destination, which a later
+  event or the sweeper queues), each exactly once.
 
 The figures are printed (`-s` shows them); docs/benchmarks/faults-redis.md records a run.
 """
