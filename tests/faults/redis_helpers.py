@@ -1,0 +1,271 @@
+"""Pieces of the Redis fault test: a Redis of its own that can be stopped and started again on
+the same port, gunicorn under the production settings, and a paced load client that records
+every answer.
+
+Everything listens on 127.0.0.1 and every loop is bounded by a deadline.
+"""
+
+import contextlib
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05, message: str = ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s: {message}")
+
+
+class ThrowawayRedis:
+    """A redis-server in `workdir` on a free loopback port; `stop` and `start` again keep the
+    port, as a restarted production Redis would. No persistence: a restart comes back empty
+    (queued messages, rate-limit counters and sign-in counters are gone)."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.port = free_port()
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def ping(self) -> bool:
+        result = subprocess.run(
+            ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, timeout=5
+        )
+        return result.returncode == 0 and result.stdout.strip() == b"PONG"
+
+    def start(self) -> None:
+        self.starts += 1
+        subprocess.run(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--daemonize", "yes",
+             "--pidfile", str(self.workdir / "redis.pid"),
+             "--logfile", str(self.workdir / f"redis-{self.starts}.log"),
+             "--dir", str(self.workdir)],
+            check=True,
+            timeout=10,
+        )  # fmt: skip
+        wait_until(self.ping, timeout=10, message=f"redis on {self.port} started")
+
+    def stop(self) -> None:
+        """SHUTDOWN NOSAVE: clients see their connections closed and new ones refused."""
+        subprocess.run(
+            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"],
+            capture_output=True,
+            timeout=5,
+        )
+        wait_until(lambda: not self.ping(), timeout=10, message=f"redis on {self.port} stopped")
+
+    def close(self) -> None:
+        if self.ping():
+            self.stop()
+
+
+class Gunicorn:
+    """`gunicorn config.wsgi` as README.md "Production" runs it (sync workers), on a free
+    loopback port, with the given environment."""
+
+    def __init__(self, workdir: Path, environment: dict, workers: int = 2):
+        self.workdir = workdir
+        self.port = free_port()
+        self.environment = environment
+        self.workers = workers
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.log_path = self.workdir / "gunicorn.log"
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [str(VENV_BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{self.port}",
+                 "--workers", str(self.workers)],
+                cwd=ROOT,
+                env=self.environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+
+        def answers():
+            assert self.process.poll() is None, self.log_path.read_text()[-3000:]
+            try:
+                return requests.get(f"{self.base}/healthz", timeout=10).status_code == 200
+            except requests.RequestException:
+                return False
+
+        wait_until(answers, timeout=60, interval=0.2, message="gunicorn answers /healthz")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def random_secret_key() -> str:
+    return secrets.token_urlsafe(48)[:60]
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """One request of the load: when it started and ended (time.time()), what it was, and
+    what came back (status None: no HTTP answer at all)."""
+
+    started: float
+    ended: float
+    operation: str
+    status: int | None
+    rate_limit_headers: bool = False
+    detail: dict = field(default_factory=dict)
+
+
+class AnswerLog:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.answers: list[Answer] = []
+
+    def add(self, answer: Answer) -> None:
+        with self.lock:
+            self.answers.append(answer)
+
+    def all(self) -> list[Answer]:
+        with self.lock:
+            return list(self.answers)
+
+
+def timed(log: AnswerLog, operation: str, send, describe=None) -> requests.Response | None:
+    """Runs `send()` (a requests call), records its answer (with `describe(response)` as its
+    detail), returns the response (None when no HTTP answer came)."""
+    started = time.time()
+    try:
+        response = send()
+    except requests.RequestException as error:
+        log.add(Answer(started, time.time(), operation, None, detail={"error": repr(error)}))
+        return None
+    log.add(
+        Answer(
+            started,
+            time.time(),
+            operation,
+            response.status_code,
+            rate_limit_headers="X-RateLimit-Limit" in response.headers,
+            detail=describe(response) if describe else {},
+        )
+    )
+    return response
+
+
+class PacedLoop(threading.Thread):
+    """Calls `step(number)` at most `rate` times a second until `stop` is set (or the
+    deadline passes): paced without catching up, so a slow answer never makes a burst."""
+
+    def __init__(self, step, rate: float, stop: threading.Event, deadline_seconds: float):
+        super().__init__(daemon=True)
+        self.step = step
+        self.interval = 1.0 / rate
+        self.stop_event = stop
+        self.deadline = time.monotonic() + deadline_seconds
+        self.error: BaseException | None = None
+
+    def run(self):
+        number = 0
+        try:
+            while not self.stop_event.is_set() and time.monotonic() < self.deadline:
+                began = time.monotonic()
+                self.step(number)
+                number += 1
+                self.stop_event.wait(max(0.0, self.interval - (time.monotonic() - began)))
+        except BaseException as error:  # reported by the test, not lost in the thread
+            self.error = error
+
+
+CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def sign_in(log: AnswerLog, base: str, path: str, username: str, password: str) -> None:
+    """A fresh browser: GET the sign-in page, POST the form; both answers are recorded."""
+    with requests.Session() as browser:
+        page = timed(log, f"GET {path}", lambda: browser.get(base + path, timeout=30))
+        if page is None or page.status_code != 200:
+            return
+        token = CSRF_FIELD.search(page.text)
+        assert token, f"no CSRF field on {path}"
+
+        def post():
+            return browser.post(
+                base + path,
+                data={
+                    "csrfmiddlewaretoken": token.group(1),
+                    "username": username,
+                    "password": password,
+                },
+                allow_redirects=False,
+                timeout=30,
+            )
+
+        started = time.time()
+        try:
+            response = post()
+        except requests.RequestException as error:
+            log.add(Answer(started, time.time(), f"POST {path}", None, detail={"e": repr(error)}))
+            return
+        log.add(
+            Answer(
+                started,
+                time.time(),
+                f"POST {path}",
+                response.status_code,
+                detail={
+                    "retry_after": response.headers.get("Retry-After"),
+                    "unavailable_page": "Sign-in is temporarily unavailable" in response.text,
+                    "session_cookie": "sessionid" in response.cookies,
+                },
+            )
+        )
+
+
+@contextlib.contextmanager
+def running(threads: list[PacedLoop], stop: threading.Event):
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
