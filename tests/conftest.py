@@ -8,13 +8,15 @@ from rest_framework.test import APIClient
 
 from config.api import ratelimit
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
+from webhooks import services as webhook_services
 
 
 @pytest.fixture(autouse=True)
 def _clear_cache():
     """Rate-limit counters live in Redis; each test starts with fresh budgets, and without the
-    limiter's pause left by a simulated Redis outage in an earlier test."""
+    limiter's or the task publisher's pause left by a simulated outage in an earlier test."""
     ratelimit._cache_unavailable_until = 0.0
+    webhook_services._broker_unavailable_until = 0.0
     cache.clear()
     yield
 

@@ -15,6 +15,7 @@ import base64
 import contextlib
 import logging
 import secrets as secrets_module
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -145,18 +146,38 @@ def destination_signing_secrets(destination: WebhookDestination) -> list[str]:
 # --- deliveries: creation and queueing ------------------------------------------------------
 
 
+# After a failed publish this process stops trying for a while: during a broker outage a
+# business request would otherwise wait out a connection timeout after its commit, and log a
+# line, each time. The deliveries stay due in PostgreSQL; the sweeper queues them once the
+# broker is back.
+BROKER_OUTAGE_PAUSE_SECONDS = 5.0
+_broker_unavailable_until = 0.0
+
+
 def _tasks_publish(task, args_list: list[list], *, countdown: float | None = None) -> bool:
     """Queues `task` once per args; False (nothing raised) when the broker is unreachable.
 
     Fails fast (one connection try, no publish retries): this runs after the commit of a
     business request, which must not wait seconds for a broker that is down.
     """
+    global _broker_unavailable_until
+    if time.monotonic() < _broker_unavailable_until:
+        return False
     try:
         with task.app.producer_or_acquire() as producer:
             producer.connection.ensure_connection(max_retries=1, interval_start=0, timeout=1)
             for args in args_list:
                 task.apply_async(args=args, countdown=countdown, retry=False, producer=producer)
     except Exception:
+        # Unreachable, or a pooled connection that broke: either way the next tries would fail
+        # the same way for a while.
+        _broker_unavailable_until = time.monotonic() + BROKER_OUTAGE_PAUSE_SECONDS
+        logger.warning(
+            "task broker unavailable: webhook tasks not queued for %.0f s; the sweeper will "
+            "queue the deliveries",
+            BROKER_OUTAGE_PAUSE_SECONDS,
+            exc_info=True,
+        )
         return False
     return True
 
@@ -172,7 +193,7 @@ def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) ->
         countdown=countdown,
     )
     if not queued:
-        logger.warning("%d webhook deliveries not queued; the sweeper will", len(delivery_ids))
+        logger.debug("%d webhook deliveries not queued", len(delivery_ids))
     return queued
 
 
@@ -192,7 +213,7 @@ def _drain_enqueue(destination_id) -> bool:
 
     if _tasks_publish(destination_drain_task, [[destination_id]]):
         return True
-    logger.warning("webhook destination %s: drain not queued; the sweeper will", destination_id)
+    logger.debug("webhook destination %s: drain not queued", destination_id)
     destination_drain_marker_clear(destination_id)
     return False
 

@@ -354,6 +354,7 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
         for text in (
             "rate limiter unavailable",
             "sign-in refused",
+            "task broker unavailable",
             "not queued; the sweeper will",
             "Internal Server Error",
         )
@@ -417,6 +418,9 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
     assert log_lines["Internal Server Error"] == 0
     pauses = web.workers * (OUTAGE_SECONDS / OUTAGE_PAUSE_SECONDS + 2)
     assert 1 <= log_lines["rate limiter unavailable"] <= pauses, log_lines
+    # the task publisher pauses too: no line (and no connection timeout) per request
+    assert 1 <= log_lines["task broker unavailable"] <= pauses, log_lines
+    assert log_lines["not queued; the sweeper will"] == 0, log_lines
     assert log_lines["sign-in refused"] == sum(
         a.status == 503 for a in answers if a.operation.startswith("POST")
     )

@@ -18,7 +18,7 @@ from config.celery import app
 from tests.concurrency import run_at_once
 from tests.outages import dead_redis_caches
 from tests.webhooks.conftest import destination_for, record_order_completed
-from webhooks import attempts
+from webhooks import attempts, services
 from webhooks.attempts import destination_drain
 from webhooks.models import WebhookDelivery, WebhookDestination
 
@@ -179,7 +179,35 @@ def test_a_drain_that_could_not_be_queued_does_not_hold_back_the_next_one(
         patch.setattr(destination_drain_task, "apply_async", broker_refuses)
         record_order_completed(store, order_id=1)  # left to the sweeper
     assert queued() == []
+    # the publisher's pause after a failure (services.BROKER_OUTAGE_PAUSE_SECONDS) is over
+    monkeypatch.setattr(services, "_broker_unavailable_until", 0.0)
 
     record_order_completed(store, order_id=2)
 
     assert queued() == [("webhooks.destination_drain", [destination.pk])]
+
+
+def test_after_a_failed_publish_the_publisher_pauses_and_logs_once(
+    store, receiver, monkeypatch, caplog
+):
+    from kombu.exceptions import OperationalError
+
+    from webhooks.tasks import destination_drain_task
+
+    destination_for(store, receiver.url)
+    tries = []
+
+    def broker_refuses(*args, **kwargs):
+        tries.append(args)
+        raise OperationalError("the broker is down")
+
+    monkeypatch.setattr(destination_drain_task, "apply_async", broker_refuses)
+    with caplog.at_level("WARNING", logger="webhooks.services"):
+        for order_id in range(3):
+            record_order_completed(store, order_id=order_id)
+
+    # one try and one log line for the pause, not one per request; the deliveries wait in
+    # PostgreSQL for the sweeper
+    assert len(tries) == 1
+    assert [r.getMessage()[:31] for r in caplog.records] == ["task broker unavailable: webhoo"]
+    assert queued() == []
