@@ -19,6 +19,8 @@ from pathlib import Path
 
 import requests
 
+from tests.webhooks.conftest import wait_until
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 VENV_BIN = Path(sys.executable).parent
 
@@ -27,16 +29,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_until(predicate, timeout: float, interval: float = 0.05, message: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s: {message}")
 
 
 class ThrowawayRedis:

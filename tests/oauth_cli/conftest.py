@@ -1,3 +1,5 @@
+import os
+
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
@@ -92,3 +94,33 @@ def loopback_callback():
 @pytest.fixture
 def loopback_callback_ipv6():
     yield from _serve("::1")
+
+
+# Debian's Chromium, never a downloaded browser (the browser tests: consent, accessibility).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def chromium_browser():
+    # The sync Playwright API runs an event loop in this thread; Django's ORM is still sync.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.oauth_cli.flow import pkce_pair
-from tests.oauth_cli.test_browser_consent import CHROMIUM_ARGS
 
 AXE_SCRIPT = Path(__file__).resolve().parents[1] / "external/node_modules/axe-core/axe.min.js"
 # WCAG 2.0 and 2.1, levels A and AA: what the issue asks of every page.
@@ -26,21 +25,10 @@ pytestmark = [
 
 
 @pytest.fixture
-def browser():
+def browser(chromium_browser):
     if not AXE_SCRIPT.exists():
         pytest.fail(f"{AXE_SCRIPT} is missing: run `make test` (it runs npm ci in tests/external)")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return chromium_browser
 
 
 @pytest.fixture

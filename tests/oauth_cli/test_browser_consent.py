@@ -1,6 +1,5 @@
 """One end-to-end run in headless Chromium: sign in, consent page, approve; then refuse."""
 
-import os
 from urllib.parse import urlencode
 
 import pytest
@@ -8,33 +7,10 @@ import requests
 
 from tests.oauth_cli.flow import pkce_pair
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
 
 @pytest.fixture
-def chromium_page():
-    # The sync Playwright API runs an event loop in this thread; Django's ORM is still sync.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+def chromium_page(chromium_browser):
+    yield chromium_browser.new_page()
 
 
 def _authorize_url(live_server, settings, redirect_uri, state, challenge) -> str:
