@@ -6,7 +6,8 @@ answer, or a write's key stuck at 409) and the time until the last one, and chec
 one coupon per Idempotency-Key, the one its client was answered with.
 
 Targets: recovered within RECOVERY_TARGET s of the fault, at most one failed request per
-client connection, none after recovery, no lost or doubled write. Through PgBouncer in
+client connection and per web process (each holds one database connection), none after
+recovery, no lost or doubled write. Through PgBouncer in
 transaction mode (docs/scaling.md's settings): no failed request at all.
 
 Figures of each run: docs/benchmarks/faults-postgresql.md.
@@ -43,7 +44,7 @@ LOAD_AFTER_FAULT = 7.0
 
 
 @pytest.fixture(scope="module")
-def test_database_url(django_db_setup, django_db_blocker):
+def test_database_url(django_db_setup):
     """The suite's database, with commits made durable again for its sessions: the throwaway
     server runs with synchronous_commit=off (bin/with-test-services), under which an immediate
     shutdown loses commits already acknowledged (a 201 whose coupon was gone after the
