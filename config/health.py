@@ -25,6 +25,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from config.beat import beat_heartbeat_last
+from config.db import connecting_without_waiting
 from config.worker_heartbeat import worker_heartbeat_last
 
 logger = logging.getLogger(__name__)
@@ -39,11 +40,13 @@ _executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="health-check")
 
 def _using_database(check):
     """Runs on a pool thread: Django opens that thread's own connection, closed afterwards so
-    no probe leaves one open (CONN_MAX_AGE does not apply outside a request)."""
+    no probe leaves one open (CONN_MAX_AGE does not apply outside a request). A database that
+    refuses it is reported at once, not waited for as requests wait (config/db.py)."""
 
     def run():
         try:
-            return check()
+            with connecting_without_waiting():
+                return check()
         finally:
             connections.close_all()
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
@@ -114,10 +114,26 @@ def idempotent_response(
         claim.delete()
         raise
     if response.status_code >= 500 or response.status_code == 429:
-        claim.delete()
+        _settle(claim.delete)
     else:
-        claim.update(response_status=response.status_code, response_body=response.data)
+        _settle(
+            lambda: claim.update(response_status=response.status_code, response_body=response.data)
+        )
     return response
+
+
+def _settle(write: Callable[[], object]) -> None:
+    """Records the outcome on the claim (or releases it). When the request's database session
+    was lost meanwhile (PostgreSQL restarted, the session was terminated), once more on a new
+    one: a claim left in flight would answer every retry of the key with 409 for
+    ABANDONED_AFTER (tests/faults/test_postgresql.py)."""
+    try:
+        write()
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise
+        connection.close()
+        write()
 
 
 def idempotent(

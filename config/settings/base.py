@@ -139,6 +139,7 @@ if DATABASES["default"]["ENGINE"].endswith(".postgresql"):
         DATABASES["default"].setdefault("OPTIONS", {}).setdefault(name, value)
 # django-prometheus' subclasses of the same backends count queries, errors and new connections
 # (django_db_*) for /metrics; the vendor, and so every backend-specific code path, is unchanged.
+# PostgreSQL's is subclassed once more (config/postgresql): it waits for a restarting server.
 DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace(
     "django.db.backends.", "django_prometheus.db.backends."
 )
@@ -148,6 +149,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # cannot wait there without a deadlock); BEGIN IMMEDIATE takes the write lock first, so
     # concurrent transactions wait their turn (up to the 5 s `timeout`) instead.
     DATABASES["default"].setdefault("OPTIONS", {})["transaction_mode"] = "IMMEDIATE"
+if DATABASES["default"]["ENGINE"] == "django_prometheus.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
+# How long opening a connection keeps trying while PostgreSQL refuses it (a restart, a
+# failover): requests wait that long for the server instead of failing at once (config/db.py).
+DATABASE_CONNECT_RETRY_SECONDS = env.seconds("DATABASE_CONNECT_RETRY_SECONDS", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The per-request plain-SQL reads run as statements prepared once per PostgreSQL session
 # (config/db.py). Off by default with DATABASE_CONN_MAX_AGE=0: a connection per request has

@@ -362,7 +362,7 @@ def test_well_formed_values_are_read():
         "CLI_CLIENT_ID": "$HOME",
     }
     assert {k: database[k] for k in ("ENGINE", "NAME", "USER", "HOST", "PORT", "CONN_MAX_AGE")} == {
-        "ENGINE": "django_prometheus.db.backends.postgresql",
+        "ENGINE": "config.postgresql",
         "NAME": "shop",
         "USER": "storefront",
         "HOST": "db.internal",

@@ -1,0 +1,14 @@
+"""The PostgreSQL backend (DATABASES ENGINE "config.postgresql"): django-prometheus' (query,
+error and connection counts for /metrics) that waits for a restarting server when it opens a
+connection (config/db.py `connect_waiting`)."""
+
+from django_prometheus.db.backends.postgresql import base
+
+from config.db import connect_waiting
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    def get_new_connection(self, conn_params):
+        return connect_waiting(
+            super().get_new_connection, conn_params, error=self.Database.OperationalError
+        )

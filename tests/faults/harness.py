@@ -1,0 +1,409 @@
+"""Servers, a load loop and fault injections for the database fault tests.
+
+Everything runs on loopback against the throwaway PostgreSQL of bin/with-test-services
+(DATABASE_URL, STOREFRONT_TEST_WORKDIR): gunicorn under the production settings, PgBouncer in
+transaction mode, and client threads that each keep one HTTP session ("connection") and mix
+reads with idempotent writes retried under their own key until they get an answer.
+"""
+
+import dataclasses
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import requests
+
+from tests.api.test_settings import ROOT, production_environment
+
+# Bounds of every run: the whole fault file stays well under two minutes.
+REQUEST_TIMEOUT = 10.0
+# A write is retried with the same Idempotency-Key this long after its first attempt at most.
+WRITE_RETRY_SECONDS = 15.0
+WRITE_RETRY_PAUSE = 0.2
+CLIENT_PAUSE = 0.02  # between two requests of one client: a steady load, not a flood
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url(*, name: str, port: int | None = None) -> str:
+    """DATABASE_URL with another database name (the suite's test database) and port."""
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    netloc = parts.netloc if port is None else f"{parts.netloc.rsplit(':', 1)[0]}:{port}"
+    return urlunsplit(parts._replace(netloc=netloc, path=f"/{name}"))
+
+
+def as_postgres_user() -> list[str]:
+    """PostgreSQL and PgBouncer refuse to run as root: bin/with-test-services runs them as the
+    packaged `postgres` user then, and so does this module."""
+    return ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+
+
+# --- PostgreSQL faults -------------------------------------------------------------------------
+
+
+class ThrowawayPostgres:
+    """The server bin/with-test-services started, restarted with its own options."""
+
+    def __init__(self):
+        workdir = os.environ.get("STOREFRONT_TEST_WORKDIR")
+        assert workdir, "run under bin/with-test-services (STOREFRONT_TEST_WORKDIR is not set)"
+        self.workdir = Path(workdir)
+        self.data = self.workdir / "pg"
+        self.pg_ctl = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1]
+
+    def restart(self, mode: str) -> None:
+        """`pg_ctl restart -m <mode>`: the options of the first start (postmaster.opts), the
+        same log; returns once the server accepts connections again."""
+        result = subprocess.run(
+            [
+                *as_postgres_user(),
+                str(self.pg_ctl),
+                "restart",
+                "-D",
+                str(self.data),
+                "-m",
+                mode,
+                "-l",
+                str(self.workdir / "pg.log"),
+                "-w",
+                "-t",
+                "60",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def run_sql(url: str, *statements: str) -> list:
+    """Runs each statement on a connection of its own (autocommit); the last one's rows."""
+    rows: list = []
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        for statement in statements:
+            cursor = conn.execute(statement)
+            rows = cursor.fetchall() if cursor.description else []
+    return rows
+
+
+def terminate_backends(url: str) -> int:
+    """pg_terminate_backend on every other session of the database; how many were ended."""
+    rows = run_sql(
+        url,
+        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE pid <> pg_backend_pid() AND datname = current_database()",
+    )
+    return rows[0][0]
+
+
+# --- servers -----------------------------------------------------------------------------------
+
+
+class Gunicorn:
+    """gunicorn with config.settings.production (README "Production"), on a free loopback port."""
+
+    def __init__(self, workdir: Path, name: str, *, workers: int, **environment: str):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / f"{name}.log"
+        self.environment = production_environment(
+            ALLOWED_HOSTS="127.0.0.1",
+            BASE_URL=self.base,
+            # Plain HTTP on loopback, no proxy in front; limits out of the way of the load.
+            SECURE_SSL_REDIRECT="false",
+            API_RATE_LIMIT_PER_MINUTE="1000000000",
+            LOG_LEVEL="WARNING",
+            WEB_CONCURRENCY=str(workers),
+            **environment,
+        )
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Gunicorn":
+        self._log = self.log_path.open("w")
+        self.process = subprocess.Popen(
+            [
+                *[sys.executable, "-m", "gunicorn", "config.wsgi"],
+                *["--bind", f"127.0.0.1:{self.port}", "--worker-tmp-dir", "/dev/shm"],
+            ],
+            cwd=ROOT,
+            env=self.environment,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            assert self.process.poll() is None, self.log_path.read_text()
+            try:
+                if requests.get(f"{self.base}/healthz", timeout=10).status_code == 200:
+                    return self
+            except (requests.ConnectionError, requests.Timeout):
+                pass
+            assert time.monotonic() < deadline, "gunicorn did not start within 60 s"
+            time.sleep(0.2)
+
+    def __exit__(self, *exc_info) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+    def log_lines(self, *words: str) -> list[str]:
+        return [
+            line
+            for line in self.log_path.read_text(errors="replace").splitlines()
+            if any(word in line for word in words)
+        ]
+
+    def errors_logged(self) -> Counter:
+        """The database errors of the 500s logged so far, by type and message start."""
+        found: Counter = Counter()
+        for line in self.log_lines("Error"):
+            match = re.search(r"(\w+Error): ([^\\\"]{0,70})", line)
+            if match:
+                found[f"{match.group(1)}: {match.group(2)}"] += 1
+        return found
+
+
+class PgBouncer:
+    """PgBouncer in transaction mode in front of the throwaway PostgreSQL (trust auth)."""
+
+    def __init__(self, server_port: int, *, pool_size: int = 10):
+        self.port = free_port()
+        # Under the services' directory (readable by `postgres`), not pytest's private tmp.
+        self.dir = Path(
+            tempfile.mkdtemp(prefix="pgbouncer-", dir=os.environ["STOREFRONT_TEST_WORKDIR"])
+        )
+        user = urlsplit(os.environ["DATABASE_URL"]).username
+        (self.dir / "userlist.txt").write_text(f'"{user}" ""\n')
+        (self.dir / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"* = host=127.0.0.1 port={server_port}\n"
+            "[pgbouncer]\n"
+            "listen_addr = 127.0.0.1\n"
+            f"listen_port = {self.port}\n"
+            "unix_socket_dir =\n"
+            "auth_type = trust\n"
+            f"auth_file = {self.dir / 'userlist.txt'}\n"
+            "pool_mode = transaction\n"
+            f"default_pool_size = {pool_size}\n"
+            "max_client_conn = 200\n"
+            f"logfile = {self.dir / 'pgbouncer.log'}\n"
+            f"pidfile = {self.dir / 'pgbouncer.pid'}\n"
+        )
+        if os.getuid() == 0:
+            shutil.chown(self.dir, "postgres")
+            for path in self.dir.iterdir():
+                shutil.chown(path, "postgres")
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "PgBouncer":
+        self.process = subprocess.Popen(
+            [*as_postgres_user(), "/usr/sbin/pgbouncer", str(self.dir / "pgbouncer.ini")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.process.poll() is None, self.log()
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                assert time.monotonic() < deadline, "PgBouncer did not start within 30 s"
+                time.sleep(0.1)
+
+    def __exit__(self, *exc_info) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def log(self) -> str:
+        path = self.dir / "pgbouncer.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+# --- load --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Outcome:
+    client: int
+    operation: str
+    started: float
+    ended: float
+    status: int  # 0: no HTTP answer (connection refused or reset, timeout)
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        # 409 on a write retried with its own key: the key is stuck "in progress".
+        return self.status == 0 or self.status >= 500 or self.status == 409
+
+
+@dataclasses.dataclass
+class Write:
+    key: str
+    code: str
+    final_status: int | None = None
+    coupon_id: int | None = None
+    attempts: int = 0
+
+
+class Load:
+    """`clients` threads, each with its own keep-alive session, cycling through GET /api/v2/me,
+    GET /api/v1/coupons and POST /api/v1/coupons with an Idempotency-Key; a write that gets no
+    answer, a 5xx or a 409 is sent again with the same key and body (as a client library
+    would), for at most WRITE_RETRY_SECONDS."""
+
+    def __init__(self, base: str, *, secret: str, store_slug: str, clients: int, tag: str):
+        self.base = base
+        self.headers = {"Authorization": f"Bearer {secret}", "X-STORE": store_slug}
+        self.clients = clients
+        self.tag = tag
+        self.outcomes: list[Outcome] = []
+        self.writes: list[Write] = []
+        self.crashes: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> "Load":
+        self._threads = [
+            threading.Thread(target=self._client, args=(number,), daemon=True)
+            for number in range(self.clients)
+        ]
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=REQUEST_TIMEOUT + WRITE_RETRY_SECONDS + 5)
+        assert not any(thread.is_alive() for thread in self._threads), "a client did not stop"
+        assert not self.crashes, self.crashes
+
+    def _send(
+        self, session, client, operation, method, path, headers=(), **kwargs
+    ) -> requests.Response | None:
+        started = time.monotonic()
+        response = None
+        try:
+            response = session.request(
+                method,
+                self.base + path,
+                headers={**self.headers, **dict(headers)},
+                timeout=REQUEST_TIMEOUT,
+                **kwargs,
+            )
+            status, detail = response.status_code, response.text[:300]
+        except requests.RequestException as error:
+            status, detail = 0, repr(error)[:300]
+        with self._lock:
+            self.outcomes.append(
+                Outcome(client, operation, started, time.monotonic(), status, detail)
+            )
+        return response
+
+    def _write(self, session, client: int, number: int) -> None:
+        write = Write(key=f"{self.tag}-{client}-{number}", code=f"{self.tag}C{client}N{number}")
+        with self._lock:
+            self.writes.append(write)
+        body = {"code": write.code, "type": "AMOUNT", "discount": 5, "store_wide": True}
+        first = time.monotonic()
+        while time.monotonic() - first < WRITE_RETRY_SECONDS:
+            write.attempts += 1
+            response = self._send(
+                session,
+                client,
+                "coupon create",
+                "POST",
+                "/api/v1/coupons",
+                json=body,
+                headers={"Idempotency-Key": write.key},
+            )
+            if response is not None and response.status_code < 500 and response.status_code != 409:
+                write.final_status = response.status_code
+                if response.status_code == 201:
+                    write.coupon_id = response.json()["id"]
+                return
+            time.sleep(WRITE_RETRY_PAUSE)
+
+    def _client(self, client: int) -> None:
+        session = requests.Session()
+        number = 0
+        try:
+            while not self._stop.is_set():
+                self._send(session, client, "me", "GET", "/api/v2/me")
+                self._send(session, client, "coupon list", "GET", "/api/v1/coupons?limit=15")
+                number += 1
+                self._write(session, client, number)
+                time.sleep(CLIENT_PAUSE)
+        except Exception as error:  # a bug of the load itself: the run fails on it
+            self.crashes.append(repr(error))
+            raise
+        finally:
+            session.close()
+
+
+@dataclasses.dataclass
+class Figures:
+    """What one run under a fault measured."""
+
+    requests: int
+    failures: int
+    statuses: dict
+    failures_by_client: dict
+    recovered_after: float  # seconds from the fault's start to the end of the last failure
+    failures_after_recovery: int
+    failure_samples: list
+
+    def line(self) -> str:
+        return (
+            f"requests {self.requests}, failed {self.failures} {self.statuses}, "
+            f"per client {self.failures_by_client}, recovered after {self.recovered_after:.2f} s, "
+            f"failed after recovery {self.failures_after_recovery}"
+        )
+
+
+def figures(outcomes: list[Outcome], *, fault_at: float, recovery_target: float) -> Figures:
+    failed = [outcome for outcome in outcomes if outcome.failed]
+    by_client: dict[int, int] = defaultdict(int)
+    for outcome in failed:
+        by_client[outcome.client] += 1
+    last_failure = max((outcome.ended for outcome in failed), default=fault_at)
+    return Figures(
+        requests=len(outcomes),
+        failures=len(failed),
+        statuses=dict(Counter(outcome.status for outcome in failed)),
+        failures_by_client=dict(sorted(by_client.items())),
+        recovered_after=max(0.0, last_failure - fault_at),
+        failures_after_recovery=sum(
+            1 for outcome in failed if outcome.started > fault_at + recovery_target
+        ),
+        failure_samples=[
+            f"{outcome.operation} {outcome.status} at +{outcome.started - fault_at:.2f}s: "
+            f"{outcome.detail[:160]}"
+            for outcome in failed[:8]
+        ],
+    )

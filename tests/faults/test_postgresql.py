@@ -1,0 +1,276 @@
+"""PostgreSQL faults under load (issue 19, item 4): gunicorn under the production settings on
+the suite's PostgreSQL, client threads mixing reads and idempotent writes, and mid-run a fast
+restart, an immediate restart, pg_terminate_backend on every session, or a migration that
+changes the result type of a prepared statement. Each run counts the failed requests (5xx, no
+answer, or a write's key stuck at 409) and the time until the last one, and checks every write:
+one coupon per Idempotency-Key, the one its client was answered with.
+
+Targets: recovered within RECOVERY_TARGET s of the fault, at most one failed request per
+client connection and per web process (each holds one database connection), none after
+recovery, no lost or doubled write. Through PgBouncer in
+transaction mode (docs/scaling.md's settings): no failed request at all.
+
+Figures of each run: docs/benchmarks/faults-postgresql.md.
+"""
+
+import time
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from accounts.models import ApiKey
+from config.api.models import IdempotencyKey
+from coupons.models import Coupon
+from tests.factories import MembershipFactory, make_api_key
+from tests.faults.harness import (
+    Gunicorn,
+    Load,
+    PgBouncer,
+    ThrowawayPostgres,
+    database_url,
+    figures,
+    run_sql,
+    terminate_backends,
+)
+
+pytestmark = pytest.mark.faults
+
+RECOVERY_TARGET = 5.0
+CLIENTS = 4
+WORKERS = 2
+LOAD_BEFORE_FAULT = 2.0
+LOAD_AFTER_FAULT = 7.0
+
+
+@pytest.fixture(scope="module")
+def test_database_url(django_db_setup):
+    """The suite's database, with commits made durable again for its sessions: the throwaway
+    server runs with synchronous_commit=off (bin/with-test-services), under which an immediate
+    shutdown loses commits already acknowledged (a 201 whose coupon was gone after the
+    restart); production keeps PostgreSQL's default, on."""
+    name = connection.settings_dict["NAME"]
+    url = database_url(name=name)
+    run_sql(url, f'ALTER DATABASE "{name}" SET synchronous_commit = on')
+    yield url
+    run_sql(url, f'ALTER DATABASE "{name}" RESET synchronous_commit')
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, test_database_url):
+    """gunicorn as README "Production" runs it: persistent connections (CONN_MAX_AGE 60) and
+    the per-session prepared statements that come with them."""
+    with Gunicorn(
+        tmp_path_factory.mktemp("faults"),
+        "gunicorn",
+        workers=WORKERS,
+        DATABASE_URL=test_database_url,
+    ) as gunicorn:
+        yield gunicorn
+
+
+@pytest.fixture
+def owner(transactional_db):
+    membership = MembershipFactory()
+    return {"secret": make_api_key(membership.user), "store": membership.store}
+
+
+def store_access_as(url: str, column_type: str) -> None:
+    """A migration's ALTER COLUMN ... TYPE on a column the API key lookup returns: the
+    statement each web process prepared no longer fits ("cached plan must not change result
+    type")."""
+    run_sql(url, f"ALTER TABLE accounts_apikey ALTER COLUMN store_access TYPE {column_type}")
+
+
+STORE_ACCESS_TYPE = f"varchar({ApiKey._meta.get_field('store_access').max_length})"
+
+
+def run_load(base: str, owner: dict, tag: str, fault=None):
+    """The load, with `fault()` called LOAD_BEFORE_FAULT s in; its outcomes and writes."""
+    with Load(
+        base,
+        secret=owner["secret"],
+        store_slug=owner["store"].slug,
+        clients=CLIENTS,
+        tag=tag,
+    ) as load:
+        time.sleep(LOAD_BEFORE_FAULT)
+        fault_at = time.monotonic()
+        if fault is not None:
+            fault()
+        time.sleep(LOAD_AFTER_FAULT)
+    # The suite's own session may have been ended by the fault: a new one for the checks below.
+    connection.close()
+    return load, fault_at
+
+
+def assert_each_write_exactly_once(load: Load, store) -> None:
+    rows = dict(Coupon.objects.filter(store=store).values_list("code", "id"))
+    assert load.writes
+    for write in load.writes:
+        assert write.final_status == 201, write  # answered (first time or replayed), not lost
+        assert rows.get(write.code) == write.coupon_id, write  # its row, and only one
+    written = {write.code for write in load.writes}
+    assert len(written) == len(load.writes)
+    # No row for a key that was not sent (a retry that ran again under a new code).
+    assert set(rows) == written
+
+
+def report(name: str, found, errors_logged) -> None:
+    """The run's figures on stdout (`pytest -s`, or in the report of a failure)."""
+    print(f"\n{name}: {found.line()}")
+    for sample in found.failure_samples:
+        print("   response:", sample)
+    for error, count in errors_logged.items():
+        print(f"   logged {count}x: {error}")
+
+
+def restart_fast():
+    ThrowawayPostgres().restart("fast")
+
+
+def restart_immediate():
+    ThrowawayPostgres().restart("immediate")
+
+
+@pytest.mark.parametrize(
+    "fault_name",
+    ["restart-fast", "restart-immediate", "terminate-backends", "result-type-change"],
+)
+def test_the_api_recovers_from_a_database_fault_under_load(
+    fault_name, server, owner, test_database_url
+):
+    def result_type_change():
+        store_access_as(test_database_url, "text")
+        time.sleep(2)
+        store_access_as(test_database_url, STORE_ACCESS_TYPE)  # and back: changed again
+
+    fault = {
+        "restart-fast": restart_fast,
+        "restart-immediate": restart_immediate,
+        "terminate-backends": lambda: terminate_backends(test_database_url),
+        "result-type-change": result_type_change,
+    }[fault_name]
+    errors_before = server.errors_logged()
+    try:
+        load, fault_at = run_load(server.base, owner, fault_name.replace("-", ""), fault)
+    finally:
+        if fault_name == "result-type-change":
+            connection.close()
+            store_access_as(test_database_url, STORE_ACCESS_TYPE)
+
+    found = figures(load.outcomes, fault_at=fault_at, recovery_target=RECOVERY_TARGET)
+    report(fault_name, found, server.errors_logged() - errors_before)
+    assert found.requests > 100  # the load ran
+    assert found.recovered_after <= RECOVERY_TARGET, found
+    assert found.failures_after_recovery == 0, found
+    assert all(count <= 1 for count in found.failures_by_client.values()), found
+    # and at most one per database connection: each web process's request that was using it
+    assert found.failures <= WORKERS, found
+    assert_each_write_exactly_once(load, owner["store"])
+
+
+def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
+    tmp_path, owner, test_database_url
+):
+    server_port = int(test_database_url.rsplit(":", 1)[1].split("/")[0])
+    with (
+        PgBouncer(server_port) as bouncer,
+        # docs/scaling.md: a connection per request behind PgBouncer in transaction mode, which
+        # also sends the per-request reads unprepared (DATABASE_PREPARED_STATEMENTS follows).
+        Gunicorn(
+            tmp_path,
+            "gunicorn-pgbouncer",
+            workers=WORKERS,
+            DATABASE_URL=database_url(name=connection.settings_dict["NAME"], port=bouncer.port),
+            DATABASE_CONN_MAX_AGE="0",
+        ) as gunicorn,
+    ):
+        load, fault_at = run_load(gunicorn.base, owner, "pgbouncer")
+        errors = gunicorn.log_lines("ERROR", "Traceback")
+
+    found = figures(load.outcomes, fault_at=fault_at, recovery_target=RECOVERY_TARGET)
+    report("pgbouncer", found, gunicorn.errors_logged())
+    assert found.requests > 100
+    assert found.failures == 0, found
+    assert not errors, errors[:5]
+    assert_each_write_exactly_once(load, owner["store"])
+
+
+# --- a session lost in the middle of an idempotent write ---------------------------------------
+
+
+@pytest.fixture
+def session_ended_once(transactional_db):
+    """`arm(table, when)`: the next write of that kind on `table` ends its own database session
+    (pg_terminate_backend, as an operator or a failover would), once: the sequence that counts
+    the firings is not rolled back with the aborted transaction."""
+    armed = []
+
+    def arm(table: str, when: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE SEQUENCE faults_session_end")
+            cursor.execute(
+                "CREATE FUNCTION faults_session_end() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "BEGIN IF nextval('faults_session_end') = 1 THEN "
+                "PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF; "
+                "RETURN NEW; END $$"
+            )
+            cursor.execute(
+                f"CREATE TRIGGER faults_session_end BEFORE {when} ON {table} "
+                "FOR EACH ROW EXECUTE FUNCTION faults_session_end()"
+            )
+        armed.append(table)
+
+    yield arm
+    connection.close()
+    with connection.cursor() as cursor:
+        for table in armed:
+            cursor.execute(f"DROP TRIGGER faults_session_end ON {table}")
+            cursor.execute("DROP FUNCTION faults_session_end()")
+            cursor.execute("DROP SEQUENCE faults_session_end")
+
+
+COUPON = {"code": "ONCE", "type": "AMOUNT", "discount": 5, "store_wide": True}
+
+
+@pytest.fixture
+def owner_client(owner):
+    """The owner's API client; a 500 is answered to it, as to any client, not raised."""
+    client = APIClient(raise_request_exception=False)
+    client.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {owner['secret']}", HTTP_X_STORE=owner["store"].slug
+    )
+    return client
+
+
+def test_a_write_whose_session_ended_mid_run_can_be_retried_with_its_key(
+    session_ended_once, owner_client, owner
+):
+    session_ended_once(Coupon._meta.db_table, "INSERT")
+
+    failed = owner_client.post("/api/v1/coupons", COUPON, HTTP_IDEMPOTENCY_KEY="once")
+    retried = owner_client.post("/api/v1/coupons", COUPON, HTTP_IDEMPOTENCY_KEY="once")
+
+    assert failed.status_code == 500, failed.content
+    # the key was released on a new session: the retry runs the write (not 409 for 5 minutes)
+    assert retried.status_code == 201, retried.content
+    assert list(Coupon.objects.filter(store=owner["store"]).values_list("id", flat=True)) == [
+        retried.json()["id"]
+    ]
+
+
+def test_a_write_whose_session_ended_as_its_outcome_was_recorded_is_answered(
+    session_ended_once, owner_client, owner
+):
+    session_ended_once(IdempotencyKey._meta.db_table, "UPDATE")
+
+    created = owner_client.post("/api/v1/coupons", COUPON, HTTP_IDEMPOTENCY_KEY="once")
+    replayed = owner_client.post("/api/v1/coupons", COUPON, HTTP_IDEMPOTENCY_KEY="once")
+
+    # the coupon was committed before the session ended: its outcome is recorded on a new one
+    assert created.status_code == 201, created.content
+    assert replayed.status_code == 201, replayed.content
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.json()["id"] == created.json()["id"]
+    assert Coupon.objects.filter(store=owner["store"]).count() == 1
