@@ -9,11 +9,8 @@ reads with idempotent writes retried under their own key until they get an answe
 import dataclasses
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -24,6 +21,7 @@ import psycopg
 import requests
 
 from tests.api.test_settings import ROOT, production_environment
+from tests.servers import as_postgres_user, free_port
 
 # Bounds of every run: the whole fault file stays well under two minutes.
 REQUEST_TIMEOUT = 10.0
@@ -33,23 +31,11 @@ WRITE_RETRY_PAUSE = 0.2
 CLIENT_PAUSE = 0.02  # between two requests of one client: a steady load, not a flood
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def database_url(*, name: str, port: int | None = None) -> str:
     """DATABASE_URL with another database name (the suite's test database) and port."""
     parts = urlsplit(os.environ["DATABASE_URL"])
     netloc = parts.netloc if port is None else f"{parts.netloc.rsplit(':', 1)[0]}:{port}"
     return urlunsplit(parts._replace(netloc=netloc, path=f"/{name}"))
-
-
-def as_postgres_user() -> list[str]:
-    """PostgreSQL and PgBouncer refuse to run as root: bin/with-test-services runs them as the
-    packaged `postgres` user then, and so does this module."""
-    return ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
 
 
 # --- PostgreSQL faults -------------------------------------------------------------------------
@@ -179,67 +165,6 @@ class Gunicorn:
             if match:
                 found[f"{match.group(1)}: {match.group(2)}"] += 1
         return found
-
-
-class PgBouncer:
-    """PgBouncer in transaction mode in front of the throwaway PostgreSQL (trust auth)."""
-
-    def __init__(self, server_port: int, *, pool_size: int = 10):
-        self.port = free_port()
-        # Under the services' directory (readable by `postgres`), not pytest's private tmp.
-        self.dir = Path(
-            tempfile.mkdtemp(prefix="pgbouncer-", dir=os.environ["STOREFRONT_TEST_WORKDIR"])
-        )
-        user = urlsplit(os.environ["DATABASE_URL"]).username
-        (self.dir / "userlist.txt").write_text(f'"{user}" ""\n')
-        (self.dir / "pgbouncer.ini").write_text(
-            "[databases]\n"
-            f"* = host=127.0.0.1 port={server_port}\n"
-            "[pgbouncer]\n"
-            "listen_addr = 127.0.0.1\n"
-            f"listen_port = {self.port}\n"
-            "unix_socket_dir =\n"
-            "auth_type = trust\n"
-            f"auth_file = {self.dir / 'userlist.txt'}\n"
-            "pool_mode = transaction\n"
-            f"default_pool_size = {pool_size}\n"
-            "max_client_conn = 200\n"
-            f"logfile = {self.dir / 'pgbouncer.log'}\n"
-            f"pidfile = {self.dir / 'pgbouncer.pid'}\n"
-        )
-        if os.getuid() == 0:
-            shutil.chown(self.dir, "postgres")
-            for path in self.dir.iterdir():
-                shutil.chown(path, "postgres")
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> "PgBouncer":
-        self.process = subprocess.Popen(
-            [*as_postgres_user(), "/usr/sbin/pgbouncer", str(self.dir / "pgbouncer.ini")],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            assert self.process.poll() is None, self.log()
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                assert time.monotonic() < deadline, "PgBouncer did not start within 30 s"
-                time.sleep(0.1)
-
-    def __exit__(self, *exc_info) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def log(self) -> str:
-        path = self.dir / "pgbouncer.log"
-        return path.read_text(errors="replace") if path.exists() else ""
 
 
 # --- load --------------------------------------------------------------------------------------

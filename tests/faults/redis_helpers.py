@@ -9,7 +9,6 @@ import contextlib
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,16 +18,11 @@ from pathlib import Path
 
 import requests
 
+from tests.servers import free_port
 from tests.webhooks.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 VENV_BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ThrowawayRedis:

@@ -26,13 +26,13 @@ from tests.factories import MembershipFactory, make_api_key
 from tests.faults.harness import (
     Gunicorn,
     Load,
-    PgBouncer,
     ThrowawayPostgres,
     database_url,
     figures,
     run_sql,
     terminate_backends,
 )
+from tests.servers import PgBouncer
 
 pytestmark = pytest.mark.faults
 

@@ -7,14 +7,10 @@ real PgBouncer, started here, where said); receivers are real local HTTP servers
 
 import os
 import re
-import shutil
 import signal
-import subprocess
-import tempfile
 import threading
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 import yaml
@@ -23,6 +19,7 @@ from django.utils import timezone
 
 from config.celery import app
 from tests.factories import StoreFactory, UserFactory
+from tests.servers import PgBouncer
 from tests.webhooks.conftest import (
     BASE_DIR,
     CeleryWorker,
@@ -144,85 +141,12 @@ def test_one_accounts_five_hanging_stores_do_not_delay_another_accounts_delivery
 # --- PgBouncer in transaction mode -------------------------------------------------------
 
 
-class PgBouncer:
-    """/usr/sbin/pgbouncer in transaction mode with ONE server connection, on a free loopback
-    port in front of the test PostgreSQL: every client shares that one server session."""
-
-    BINARY = "/usr/sbin/pgbouncer"
-
-    def __init__(self, directory: Path):
-        settings_dict = connection.settings_dict
-        self.directory = directory
-        self.port = _free_port()
-        (directory / "userlist.txt").write_text(f'"{settings_dict["USER"]}" ""\n')
-        (directory / "pgbouncer.ini").write_text(
-            "[databases]\n"
-            f"* = host={settings_dict['HOST']} port={settings_dict['PORT']}\n"
-            "[pgbouncer]\n"
-            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
-            f"auth_type = trust\nauth_file = {directory / 'userlist.txt'}\n"
-            "pool_mode = transaction\ndefault_pool_size = 1\nmax_client_conn = 200\n"
-            "ignore_startup_parameters = extra_float_digits,options\n"
-            f"logfile = {directory / 'pgbouncer.log'}\n"
-        )
-        command = [self.BINARY, str(directory / "pgbouncer.ini")]
-        if os.geteuid() == 0:
-            # PgBouncer refuses to run as root; the test PostgreSQL runs as `postgres` too.
-            subprocess.run(["chown", "-R", "postgres", str(directory)], check=True)
-            directory.chmod(0o755)
-            command.insert(1, "-u")
-            command.insert(2, "postgres")
-        with open(directory / "pgbouncer.out", "wb") as output:
-            self.process = subprocess.Popen(
-                command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        wait_until(self._accepts, timeout=10, message="pgbouncer listening")
-
-    def _accepts(self) -> bool:
-        import socket
-
-        assert self.process.poll() is None, self.log()
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", self.port)) == 0
-
-    def log(self) -> str:
-        paths = [self.directory / "pgbouncer.out", self.directory / "pgbouncer.log"]
-        return "".join(path.read_text()[-3000:] for path in paths if path.exists())
-
-    def database_url(self) -> str:
-        settings_dict = connection.settings_dict
-        return f"postgres://{settings_dict['USER']}@127.0.0.1:{self.port}/{settings_dict['NAME']}"
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def pgbouncer():
-    if not Path(PgBouncer.BINARY).exists():
-        pytest.fail(f"{PgBouncer.BINARY} is missing: bin/install-test-deps installs pgbouncer")
-    # Beside the test PostgreSQL (bin/with-test-services), readable by the `postgres` user;
-    # pytest's own temporary directories are private to the user running the tests.
-    directory = Path(
-        tempfile.mkdtemp(prefix="pgbouncer-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))
-    )
-    bouncer = PgBouncer(directory)
-    yield bouncer
-    bouncer.stop()
-    shutil.rmtree(directory, ignore_errors=True)
+    # ONE server connection: every client shares that one server session
+    server_port = int(connection.settings_dict["PORT"])
+    with PgBouncer(server_port, pool_size=1) as bouncer:
+        yield bouncer
 
 
 class CountingReceiver(Receiver):
@@ -260,7 +184,7 @@ def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
     # mode (docs/scaling.md: no prepared statements, no persistent connections)
     start_worker(
         {
-            "DATABASE_URL": pgbouncer.database_url(),
+            "DATABASE_URL": pgbouncer.database_url(connection.settings_dict["NAME"]),
             "DATABASE_CONN_MAX_AGE": "0",
             "DATABASE_PREPARED_STATEMENTS": "false",
             "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
@@ -289,7 +213,7 @@ def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
     assert counting_receiver.most_in_flight == 2
     assert len(counting_receiver.received()) == 8
     assert live_slots() == 0
-    assert "transaction" in (pgbouncer.directory / "pgbouncer.ini").read_text()
+    assert "pool_mode = transaction" in (pgbouncer.dir / "pgbouncer.ini").read_text()
 
 
 # --- a worker that dies mid-send ---------------------------------------------------------
