@@ -7,21 +7,26 @@ one coupon per Idempotency-Key, the one its client was answered with.
 
 Targets: recovered within RECOVERY_TARGET s of the fault, at most one failed request per
 client connection and per web process (each holds one database connection), none after
-recovery, no lost or doubled write. Through PgBouncer in
-transaction mode (docs/scaling.md's settings): no failed request at all.
+recovery, no lost or doubled write. Through PgBouncer in transaction mode (docs/scaling.md's
+settings): no failed request at all, and the webhook send slots still exact (a worker's
+processes through the same PgBouncer push each created coupon's event once, never more at once
+than the destination's slots, and leave no slot taken).
 
 Figures of each run: docs/benchmarks/faults-postgresql.md.
 """
 
 import time
+from collections import Counter
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
 from config.api.models import IdempotencyKey
 from coupons.models import Coupon
+from events.models import Event
 from tests.factories import MembershipFactory, make_api_key
 from tests.faults.harness import (
     Gunicorn,
@@ -33,6 +38,13 @@ from tests.faults.harness import (
     terminate_backends,
 )
 from tests.servers import PgBouncer
+from tests.webhooks.conftest import destination_for, wait_until
+from tests.webhooks.test_worker_send_slots import (  # noqa: F401 (start_worker: a fixture)
+    CountingReceiver,
+    live_slots,
+    start_worker,
+)
+from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.faults
 
@@ -170,24 +182,50 @@ def test_the_api_recovers_from_a_database_fault_under_load(
     assert_each_write_exactly_once(load, owner["store"])
 
 
+@pytest.fixture
+def holding_receiver():
+    """Holds each delivery 20 ms, counting those in flight: a send slot taken twice would show
+    as more in flight than the destination allows."""
+    server = CountingReceiver(hold=0.02)
+    yield server
+    server.close()
+
+
 def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
-    tmp_path, owner, test_database_url
+    tmp_path,
+    owner,
+    test_database_url,
+    start_worker,  # noqa: F811 (the imported fixture)
+    holding_receiver,
 ):
     server_port = int(test_database_url.rsplit(":", 1)[1].split("/")[0])
-    with (
-        PgBouncer(server_port) as bouncer,
+    # every coupon the load creates is pushed to the store's webhook receiver
+    destination_for(owner["store"], holding_receiver.url, event_types=["coupon.created"])
+    with PgBouncer(server_port) as bouncer:
+        through_bouncer = database_url(name=connection.settings_dict["NAME"], port=bouncer.port)
         # docs/scaling.md: a connection per request behind PgBouncer in transaction mode, which
-        # also sends the per-request reads unprepared (DATABASE_PREPARED_STATEMENTS follows).
-        Gunicorn(
+        # also sends the per-request reads unprepared (DATABASE_PREPARED_STATEMENTS follows);
+        # the webhook worker's processes go through the same PgBouncer
+        start_worker(
+            {"DATABASE_URL": through_bouncer, "DATABASE_CONN_MAX_AGE": "0"},
+            concurrency=4,
+            beat=False,
+        )
+        with Gunicorn(
             tmp_path,
             "gunicorn-pgbouncer",
             workers=WORKERS,
-            DATABASE_URL=database_url(name=connection.settings_dict["NAME"], port=bouncer.port),
+            DATABASE_URL=through_bouncer,
             DATABASE_CONN_MAX_AGE="0",
-        ) as gunicorn,
-    ):
-        load, fault_at = run_load(gunicorn.base, owner, "pgbouncer")
-        errors = gunicorn.log_lines("ERROR", "Traceback")
+        ) as gunicorn:
+            load, fault_at = run_load(gunicorn.base, owner, "pgbouncer")
+            errors = gunicorn.log_lines("ERROR", "Traceback")
+        deliveries = WebhookDelivery.objects.filter(destination__store=owner["store"])
+        wait_until(
+            lambda: deliveries.exclude(status=WebhookDelivery.STATUS_SUCCEEDED).count() == 0,
+            timeout=90,
+            message="every coupon's delivery sent through PgBouncer",
+        )
 
     found = figures(load.outcomes, fault_at=fault_at, recovery_target=RECOVERY_TARGET)
     report("pgbouncer", found, gunicorn.errors_logged())
@@ -195,6 +233,23 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     assert found.failures == 0, found
     assert not errors, errors[:5]
     assert_each_write_exactly_once(load, owner["store"])
+    # send slots still exact: each coupon's event pushed once, never more than the
+    # destination's slots at once, and no slot left taken
+    events = set(
+        Event.objects.filter(store=owner["store"], type="coupon.created").values_list(
+            "id", flat=True
+        )
+    )
+    received = Counter(r.headers["webhook-id"] for r in holding_receiver.received())
+    assert len(events) == len(load.writes)
+    assert set(received) == events
+    assert max(received.values()) == 1
+    assert 1 <= holding_receiver.most_in_flight <= settings.WEBHOOKS_DESTINATION_CONCURRENCY
+    assert live_slots() == 0
+    print(
+        f"   webhooks through PgBouncer: {len(received)} events pushed once each, "
+        f"at most {holding_receiver.most_in_flight} in flight"
+    )
 
 
 # --- a session lost in the middle of an idempotent write ---------------------------------------
