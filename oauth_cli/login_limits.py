@@ -8,6 +8,11 @@ signed in as a username before (it holds a mark of that account in the signed `k
 cookie) is counted and limited apart: only in a per-username counter of its own, which the
 account's known browsers share. Guesses from anywhere else, however many, leave it untouched;
 guesses with a stolen cookie are still limited, per username, across every address.
+
+An address (IPv6: network) from which the account signed in before is known too: a sign-in
+from there without the cookie (another browser, a cleared one) is counted and limited per
+address only, not by the username's counter, so a correct password from a known address passes
+while strangers elsewhere fail at the username. The address's own lock still applies.
 """
 
 import logging
@@ -18,11 +23,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.core import signing
+from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.dispatch import receiver
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
+from config.api.client_address import UNKNOWN_CLIENT_ADDRESS, client_address_key
 from oauth_cli.views import protected_page
 
 logger = logging.getLogger(__name__)
@@ -31,6 +38,7 @@ USERNAME_KEY_PREFIX = "username:"
 KNOWN_BROWSER_USERNAME_KEY_PREFIX = "known-browser-username:"
 KNOWN_BROWSER_COOKIE = "known_browser"
 KNOWN_BROWSER_SALT = "oauth_cli.login_limits.known_browser"
+KNOWN_ADDRESS_SALT = "oauth_cli.login_limits.known_address"
 # Accounts one browser is known for (most recent sign-in first); a shared computer's oldest
 # account drops off.
 KNOWN_BROWSER_ACCOUNTS = 5
@@ -62,6 +70,8 @@ def lockout_parameters(request_or_attempt, credentials: dict | None = None) -> l
         username = _submitted_username(request_or_attempt, credentials)
         if username is not None and is_known_browser(request_or_attempt, username):
             return ["username"]
+        if username is not None and is_known_address(request_or_attempt, username):
+            return ["ip_address"]
     return ["ip_address", "username"]
 
 
@@ -77,13 +87,43 @@ def is_known_browser(request, username: str) -> bool:
 
 def _holds_mark_of(request, username: str) -> bool:
     marks = known_browser_marks(request)
-    if not marks or "\x00" in username:  # PostgreSQL text cannot hold NUL
+    if not marks:
         return False
+    user = _account(username)
+    return user is not None and account_mark(user) in marks
+
+
+def is_known_address(request, username: str) -> bool:
+    """`username` signed in from this client address (IPv6: network), with the account's
+    current password, within LOGIN_KNOWN_BROWSER_DAYS of that sign-in. Decided once per
+    request, as is_known_browser."""
+    decided = request.__dict__.setdefault("_known_address_for", {})
+    if username not in decided:
+        user = _account(username)
+        address = client_address_key(request)
+        decided[username] = (
+            user is not None
+            and address != UNKNOWN_CLIENT_ADDRESS
+            and bool(cache.get(known_address_key(user, address)))
+        )
+    return decided[username]
+
+
+def known_address_key(user, address: str) -> str:
+    """The cache key that remembers an (account, address) sign-in: keyed with SECRET_KEY, so
+    the cache holds neither the username nor the address, and bound to the password hash."""
+    value = f"{user.pk}:{user.get_username()}:{user.password}:{address}"
+    digest = salted_hmac(KNOWN_ADDRESS_SALT, value, algorithm="sha256").hexdigest()[:32]
+    return f"login:known-address:{digest}"
+
+
+def _account(username: str):
+    if "\x00" in username:  # PostgreSQL text cannot hold NUL
+        return None
     try:
-        user = get_user_model()._default_manager.get_by_natural_key(username)
+        return get_user_model()._default_manager.get_by_natural_key(username)
     except ObjectDoesNotExist:
-        return False
-    return account_mark(user) in marks
+        return None
 
 
 def account_mark(user) -> str:
@@ -121,6 +161,19 @@ def remember_signed_in_browser(sender, request, user, **kwargs):
     writes the cookie on the response."""
     if request is not None:
         request.known_browser_mark = account_mark(user)
+        address = client_address_key(request)
+        if address == UNKNOWN_CLIENT_ADDRESS:  # force_login's bare request, say
+            return
+        # Best effort: the sign-in has succeeded; a cache that fails now costs only the
+        # address's standing (logged), not the sign-in.
+        try:
+            cache.set(
+                known_address_key(user, address),
+                1,
+                timeout=settings.LOGIN_KNOWN_BROWSER_DAYS * 86400,
+            )
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            logger.warning("known sign-in address not recorded: cache unavailable", exc_info=True)
 
 
 class KnownBrowserCookieMiddleware:

@@ -4,8 +4,9 @@ and the admin's), imported by base.py.
 django-axes counts failures in the shared cache (Redis outside `make run`) per client address
 (config.api.client_address.client_address_key: IPv4 address or IPv6 network) and per submitted
 username, existing or not, so a lockout says nothing about which usernames exist. Failures
-from a browser that has signed in as that username before are counted apart
-(oauth_cli/login_limits.py): a stranger's failures cannot lock the owner's own browsers out.
+from a browser that has signed in as that username before are counted apart, and from an
+address it signed in from before per address only (oauth_cli/login_limits.py): a stranger's
+failures cannot lock the owner's own browsers or addresses out.
 """
 
 from datetime import timedelta
@@ -31,7 +32,7 @@ AUTHENTICATION_BACKENDS = [
 
 LOGIN_FAILURE_LIMIT = env.count("LOGIN_FAILURE_LIMIT", default=10, minimum=1)
 LOGIN_LOCKOUT_MINUTES = env.count("LOGIN_LOCKOUT_MINUTES", default=15, minimum=1)
-# How long a browser stays known for an account after its last sign-in there.
+# How long a browser (and an address) stays known for an account after its last sign-in there.
 LOGIN_KNOWN_BROWSER_DAYS = env.count("LOGIN_KNOWN_BROWSER_DAYS", default=90, minimum=1)
 
 AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
@@ -39,7 +40,8 @@ AXES_CACHE = "default"
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
 # Which counters a sign-in is counted in and refused by: per address and per username for an
-# unknown browser, per username-from-known-browsers for a known one (see login_limits.py).
+# unknown client, per username-from-known-browsers for a known browser, per address only from
+# a known address (see login_limits.py).
 AXES_LOCKOUT_PARAMETERS = "oauth_cli.login_limits.lockout_parameters"
 AXES_CLIENT_IP_CALLABLE = "config.api.client_address.client_address_key"
 AXES_USERNAME_CALLABLE = "oauth_cli.login_limits.username_key"

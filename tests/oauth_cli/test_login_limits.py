@@ -177,6 +177,7 @@ def test_with_the_counters_cache_down_a_sign_in_is_refused_with_503(path, passwo
 KNOWN_BROWSER_COOKIE = "known_browser"
 KNOWN_BROWSER_SALT = "oauth_cli.login_limits.known_browser"
 OWNER_IP = "198.51.100.7"
+NEW_ADDRESS = "192.0.2.44"
 ATTACKER_IP = "203.0.113.66"
 
 
@@ -300,12 +301,13 @@ def test_a_cookie_the_server_did_not_sign_or_that_expired_does_not_count(cookie,
             CLI_LOGIN,
             "alice",
             "password",
-            ip=OWNER_IP,
+            ip="192.0.2.45",
         )
     )
     attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
 
-    response = sign_in_from(browser_with_cookie(value), CLI_LOGIN, "alice", "password", OWNER_IP)
+    # from an address alice never signed in from: there only the cookie could make her known
+    response = sign_in_from(browser_with_cookie(value), CLI_LOGIN, "alice", "password", NEW_ADDRESS)
 
     assert response.status_code == 429
 
@@ -396,3 +398,67 @@ def test_the_ipv6_network_size_is_configurable(staff):
 
     assert sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:1:ffff::1").status_code == 429
     assert signed_in(sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:2::1"))
+
+
+# Known addresses: where the account signed in before, without the cookie (another browser).
+
+
+@pytest.mark.parametrize("path", LOGIN_PAGES)
+def test_a_correct_password_from_a_known_address_passes_a_strangers_lock_on_the_username(
+    path, staff
+):
+    # given: alice signed in from her address before, then strangers elsewhere fail at her
+    # username past the limit
+    browser_signed_in_before(path)
+    attack(path, settings.LOGIN_FAILURE_LIMIT + 2)
+
+    # then: from her address, a browser without the cookie signs her in with her password ...
+    assert signed_in(sign_in(path, "alice", "password", ip=OWNER_IP))
+    # ... and a wrong password there is a form error, not a lockout
+    assert sign_in(path, "alice", "wrong", ip=OWNER_IP).status_code == 200
+    # while an unknown address with no cookie is refused her username
+    assert sign_in(path, "alice", "password", ip=NEW_ADDRESS).status_code == 429
+
+
+def test_a_known_address_still_has_its_own_lock(staff):
+    browser_signed_in_before(CLI_LOGIN)
+
+    fail(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT, ip=OWNER_IP)
+
+    assert sign_in(CLI_LOGIN, "alice", "password", ip=OWNER_IP).status_code == 429
+
+
+def test_an_address_is_known_only_for_the_accounts_that_signed_in_from_it(staff):
+    UserFactory(username="bob")
+    browser_signed_in_before(CLI_LOGIN, username="bob")
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    assert sign_in(CLI_LOGIN, "alice", "password", ip=OWNER_IP).status_code == 429
+    assert signed_in(sign_in(CLI_LOGIN, "bob", "password", ip=OWNER_IP))
+
+
+def test_an_ipv6_address_is_known_as_its_network(staff):
+    browser_signed_in_before(CLI_LOGIN, ip="2001:db8:4:5::1")
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    assert signed_in(sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:4:5::99"))
+    assert sign_in(CLI_LOGIN, "alice", "password", ip="2001:db8:4:6::1").status_code == 429
+
+
+def test_a_password_change_forgets_the_addresses_it_signed_in_from(staff):
+    browser_signed_in_before(CLI_LOGIN)
+    staff.set_password("new password")
+    staff.save()
+    attack(CLI_LOGIN, settings.LOGIN_FAILURE_LIMIT)
+
+    assert sign_in(CLI_LOGIN, "alice", "new password", ip=OWNER_IP).status_code == 429
+
+
+def test_the_cache_holds_neither_the_username_nor_the_address(staff):
+    from django.core.cache import cache
+
+    browser_signed_in_before(CLI_LOGIN)
+
+    keys = [key.decode() for key in cache._cache.get_client().keys("*known-address*")]
+    assert len(keys) == 1
+    assert "alice" not in keys[0] and OWNER_IP not in keys[0]
