@@ -205,12 +205,20 @@ class SignInLimitsUnavailableMiddleware:
     """A sign-in while the failure counters' cache (Redis) cannot be reached is answered with
     a 503 page and logged, instead of a 500. It fails closed, unlike the API's rate limiter:
     these counters are what stands between a password and unlimited guessing, and a sign-in
-    can wait for Redis where an API integration should not."""
+    can wait for Redis where an API integration should not.
+
+    The sign-in pages themselves answer the same 503 page meanwhile (one cache read per page
+    view), so nobody types a password into a form that cannot be submitted."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        if request.method in ("GET", "HEAD") and _is_sign_in_page(request):
+            try:
+                cache.get(SIGN_IN_PROBE_KEY)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+                return _sign_in_unavailable(request)
         return self.get_response(request)
 
     def process_exception(self, request, exception):
@@ -218,9 +226,20 @@ class SignInLimitsUnavailableMiddleware:
             exception, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError
         ):
             return None
-        if request.path not in (settings.LOGIN_URL, reverse("admin:login")):
+        if not _is_sign_in_page(request):
             return None
         logger.error("sign-in refused: the sign-in limits' cache is unavailable", exc_info=True)
-        return protected_page(
-            request, "registration/signin_unavailable.html", status=503, retry_after=30
-        )
+        return _sign_in_unavailable(request)
+
+
+SIGN_IN_PROBE_KEY = "login:probe"
+
+
+def _is_sign_in_page(request) -> bool:
+    return request.path in (settings.LOGIN_URL, reverse("admin:login"))
+
+
+def _sign_in_unavailable(request):
+    return protected_page(
+        request, "registration/signin_unavailable.html", status=503, retry_after=30
+    )

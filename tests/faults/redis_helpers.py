@@ -203,30 +203,39 @@ class PacedLoop(threading.Thread):
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
-def sign_in(log: AnswerLog, base: str, path: str, username: str, password: str) -> None:
-    """A fresh browser: GET the sign-in page, POST the form; both answers are recorded."""
-    with requests.Session() as browser:
-        page = timed(log, f"GET {path}", lambda: browser.get(base + path, timeout=30))
-        if page is None or page.status_code != 200:
-            return
-        token = CSRF_FIELD.search(page.text)
-        assert token, f"no CSRF field on {path}"
+class SignInBrowser:
+    """A browser on one sign-in page that loads the page, then submits the form; both answers
+    are recorded. While the page itself answers 503 it still submits the form, as a person who
+    opened the page just before the outage would: with its CSRF cookie's secret as the token
+    (Django accepts the unmasked secret; the form's own token went stale when the previous
+    sign-in rotated the cookie). After each sign-in it forgets its session, so every try starts
+    signed out."""
 
-        def post():
-            return browser.post(
-                base + path,
-                data={
-                    "csrfmiddlewaretoken": token.group(1),
-                    "username": username,
-                    "password": password,
-                },
+    def __init__(self, log: AnswerLog, base: str, path: str, username: str, password: str):
+        self.log, self.base, self.path = log, base, path
+        self.credentials = {"username": username, "password": password}
+        self.browser = requests.Session()
+        self.token: str | None = None
+
+    def __call__(self) -> None:
+        path, log = self.path, self.log
+        page = timed(log, f"GET {path}", lambda: self.browser.get(self.base + path, timeout=30))
+        if page is not None and page.status_code == 200:
+            token = CSRF_FIELD.search(page.text)
+            assert token, f"no CSRF field on {path}"
+            self.token = token.group(1)
+        elif "csrftoken" in self.browser.cookies:
+            self.token = self.browser.cookies["csrftoken"]
+        if self.token is None:
+            return
+        started = time.time()
+        try:
+            response = self.browser.post(
+                self.base + path,
+                data={"csrfmiddlewaretoken": self.token, **self.credentials},
                 allow_redirects=False,
                 timeout=30,
             )
-
-        started = time.time()
-        try:
-            response = post()
         except requests.RequestException as error:
             log.add(Answer(started, time.time(), f"POST {path}", None, detail={"e": repr(error)}))
             return
@@ -243,6 +252,7 @@ def sign_in(log: AnswerLog, base: str, path: str, username: str, password: str) 
                 },
             )
         )
+        self.browser.cookies.pop("sessionid", None)
 
 
 @contextlib.contextmanager

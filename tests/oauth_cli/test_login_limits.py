@@ -172,6 +172,22 @@ def test_with_the_counters_cache_down_a_sign_in_is_refused_with_503(path, passwo
         assert signed_in(sign_in(path, "alice", "password"))
 
 
+@pytest.mark.parametrize("path", LOGIN_PAGES)
+def test_with_the_counters_cache_down_the_sign_in_page_itself_is_the_503_page(path, staff):
+    from tests.outages import dead_redis_caches
+
+    with override_settings(CACHES=dead_redis_caches()):
+        page = Client().get(path)
+
+    # nobody types a password into a form that cannot be submitted
+    assert page.status_code == 503
+    assert page["Retry-After"] == "30"
+    assert "Sign-in is temporarily unavailable" in page.content.decode()
+    assert 'name="password"' not in page.content.decode()
+    # and once Redis is back, the form
+    assert Client().get(path).status_code == 200
+
+
 # Known browsers: a stranger's failures at a username do not lock its owner out.
 
 KNOWN_BROWSER_COOKIE = "known_browser"
