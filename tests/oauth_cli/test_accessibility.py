@@ -220,6 +220,19 @@ def test_the_locked_out_page_passes_axe(live_server, settings, user, page):
     check_page(page)
 
 
+def test_the_signin_unavailable_page_passes_axe(live_server, page):
+    from django.test import override_settings
+
+    from tests.outages import dead_redis_caches
+
+    # the sign-in limits' cache (Redis) down: the sign-in page is the 503 page
+    with override_settings(CACHES=dead_redis_caches()):
+        response = page.goto(f"{live_server.url}/accounts/login/")
+        assert response.status == 503
+        assert page.locator("#signin-unavailable").count() == 1
+        check_page(page)
+
+
 @pytest.fixture
 def signed_in_page(live_server, user, page):
     page.goto(f"{live_server.url}/accounts/login/")
