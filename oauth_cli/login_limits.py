@@ -44,6 +44,9 @@ KNOWN_ADDRESS_SALT = "oauth_cli.login_limits.known_address"
 KNOWN_BROWSER_ACCOUNTS = 5
 
 
+KNOWN_BROWSER, KNOWN_ADDRESS = "known browser", "known address"
+
+
 def username_key(request, credentials: dict | None) -> str | None:
     """The per-username counter's key: the submitted username, marked as one, and marked apart
     when this browser is known for it (AXES_USERNAME_CALLABLE).
@@ -54,7 +57,7 @@ def username_key(request, credentials: dict | None) -> str | None:
     username = _submitted_username(request, credentials)
     if username is None:
         return None
-    if is_known_browser(request, username):
+    if sign_in_lane(request, username) == KNOWN_BROWSER:
         return f"{KNOWN_BROWSER_USERNAME_KEY_PREFIX}{username}"
     return f"{USERNAME_KEY_PREFIX}{username}"
 
@@ -62,51 +65,42 @@ def username_key(request, credentials: dict | None) -> str | None:
 def lockout_parameters(request_or_attempt, credentials: dict | None = None) -> list:
     """The counters a sign-in is counted in and refused by (AXES_LOCKOUT_PARAMETERS).
 
-    An unknown browser: its address, and the username. A known browser: the username only
+    An unknown client: its address, and the username. A known browser: the username only
     (username_key gives it the known browsers' own counter), so neither a stranger's guesses
-    at the username nor failures of others at the same address lock it out.
+    at the username nor failures of others at the same address lock it out. A known address
+    without the cookie: the address only, so strangers elsewhere do not lock it out.
     """
     if not isinstance(request_or_attempt, AccessBase):
         username = _submitted_username(request_or_attempt, credentials)
-        if username is not None and is_known_browser(request_or_attempt, username):
+        lane = None if username is None else sign_in_lane(request_or_attempt, username)
+        if lane == KNOWN_BROWSER:
             return ["username"]
-        if username is not None and is_known_address(request_or_attempt, username):
+        if lane == KNOWN_ADDRESS:
             return ["ip_address"]
     return ["ip_address", "username"]
 
 
-def is_known_browser(request, username: str) -> bool:
-    """This browser signed in as `username`, with the account's current password, within
-    LOGIN_KNOWN_BROWSER_DAYS of its last sign-in. Decided once per request, so the check before
-    the password and the count after it agree (a sign-in can rehash the password)."""
-    decided = request.__dict__.setdefault("_known_browser_for", {})
+def sign_in_lane(request, username: str) -> str | None:
+    """KNOWN_BROWSER: this browser signed in as `username` (the cookie holds the account's mark);
+    KNOWN_ADDRESS: the account signed in from this client address (IPv6: network); None:
+    neither. Both with the account's current password, within LOGIN_KNOWN_BROWSER_DAYS of that
+    sign-in. Decided once per request (one account lookup), so the check before the password
+    and the count after it agree (a sign-in can rehash the password)."""
+    decided = request.__dict__.setdefault("_sign_in_lane_for", {})
     if username not in decided:
-        decided[username] = _holds_mark_of(request, username)
+        decided[username] = _lane(request, _account(username))
     return decided[username]
 
 
-def _holds_mark_of(request, username: str) -> bool:
-    marks = known_browser_marks(request)
-    if not marks:
-        return False
-    user = _account(username)
-    return user is not None and account_mark(user) in marks
-
-
-def is_known_address(request, username: str) -> bool:
-    """`username` signed in from this client address (IPv6: network), with the account's
-    current password, within LOGIN_KNOWN_BROWSER_DAYS of that sign-in. Decided once per
-    request, as is_known_browser."""
-    decided = request.__dict__.setdefault("_known_address_for", {})
-    if username not in decided:
-        user = _account(username)
-        address = client_address_key(request)
-        decided[username] = (
-            user is not None
-            and address != UNKNOWN_CLIENT_ADDRESS
-            and bool(cache.get(known_address_key(user, address)))
-        )
-    return decided[username]
+def _lane(request, user) -> str | None:
+    if user is None:
+        return None
+    if account_mark(user) in known_browser_marks(request):
+        return KNOWN_BROWSER
+    address = client_address_key(request)
+    if address != UNKNOWN_CLIENT_ADDRESS and cache.get(known_address_key(user, address)):
+        return KNOWN_ADDRESS
+    return None
 
 
 def known_address_key(user, address: str) -> str:

@@ -24,9 +24,7 @@ from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
 
 from config import metrics
-from config.api.client_address import client_address_key
-from config.api.errors import json_error
-from config.api.ratelimit import rate_limit_consume
+from config.api.ratelimit import address_rate_limited
 from config.api.views import EnvelopeMethodNotAllowedMixin, require_get
 from oauth_cli.authorize import (
     AuthTokenStoreUnavailable,
@@ -40,33 +38,15 @@ logger = logging.getLogger(__name__)
 
 
 def rate_limited_response(request, endpoint: str):
-    """Per client address (IPv6: network) budget on the protocol endpoints (DESIGN.md); None
-    when within it."""
-    bucket = f"oauth:{endpoint}:{client_address_key(request)}"
-    state = rate_limit_consume(bucket, settings.OAUTH_RATE_LIMIT_PER_MINUTE)
-    if state is None or not state.exceeded:
-        return None
-    return json_error(
-        request,
-        "rate_limit_exceeded",
-        headers={
-            "Retry-After": str(max(1, state.reset_seconds)),
-            "X-RateLimit-Limit": str(state.limit),
-            "X-RateLimit-Remaining": "0",
-        },
-    )
+    """Per client address budget on the protocol endpoints (DESIGN.md); None when within it."""
+    return address_rate_limited(request, f"oauth:{endpoint}", settings.OAUTH_RATE_LIMIT_PER_MINUTE)
 
 
 def oauth_error(request, error: str, description: str, status: int = 400):
     """A non-redirectable protocol error: JSON, or the same as a page for a browser."""
     body = {"error": error, "error_description": description}
     if "text/html" in request.headers.get("Accept", ""):
-        # Styled like the sign-in and consent pages (one nonce'd style block, no other source).
-        nonce = secrets.token_urlsafe(16)
-        response = render(
-            request, "oauth_cli/error.html", {**body, "csp_nonce": nonce}, status=status
-        )
-        return _protect_page(response, nonce=nonce)
+        return protected_page(request, "oauth_cli/error.html", status=status, **body)
     response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"
     return response
@@ -361,9 +341,13 @@ def locked_out_response(request, original_response=None, credentials=None):
     )
 
 
-def protected_page(request, template: str, *, status: int, retry_after: int, **context):
-    """A page of the sign-in flow's own (lockout, outage) with its status and Retry-After."""
+def protected_page(
+    request, template: str, *, status: int, retry_after: int | None = None, **context
+):
+    """A page of the sign-in flow's own (an error, a lockout, an outage) with its status and
+    Retry-After, styled like the sign-in and consent pages (one nonce'd style block)."""
     context["csp_nonce"] = secrets.token_urlsafe(16)
     response = render(request, template, context, status=status)
-    response["Retry-After"] = str(retry_after)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
     return _protect_page(response, nonce=context["csp_nonce"])

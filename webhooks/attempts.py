@@ -3,7 +3,6 @@
 See services.py for the lifecycle; these are the writes of a worker's attempt.
 """
 
-import contextlib
 import json
 import logging
 import time
@@ -414,16 +413,6 @@ def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) ->
     return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
 
 
-@contextlib.contextmanager
-def destination_slot(destination_id):
-    """Holds the send slots of one send to the destination while the block runs (one of the
-    destination's, one of its account's, and one of the failing destinations' share while it
-    is failing: webhooks/slots.py); yields the HeldSlots, or None (holding nothing) when one
-    of those bounds is full. Under SQLite (`make run`, one worker) there is no bound."""
-    with slots_held(destination_id) as held:
-        yield held
-
-
 def _slot_released(destination_id, held: HeldSlots, *, more_due: bool | None = None) -> None:
     """After slots are released: a drain or send refused a slot ended without a trace, leaving
     its deliveries to the slot holders; so each holder, once it let go, queues a drain of its
@@ -452,7 +441,7 @@ def delivery_send(*, delivery_id) -> str | None:
         # Unknown, or its destination was deleted: the claim settles it without sending.
         claim = delivery_claim(delivery_id=delivery_id)
         return _attempt_make(*claim) if claim else None
-    with destination_slot(destination_id) as held:
+    with slots_held(destination_id) as held:
         if held is None:
             return None
         claim = delivery_claim(delivery_id=delivery_id)
@@ -471,10 +460,10 @@ def destination_drain(*, destination_id) -> int:
     queued) is sent by this drain. Out of time with more due, it queues its successor, which
     goes to the back of the queue: other destinations' work is not held up behind a backlog.
 
-    It sends only while holding its send slots (destination_slot); with a bound full it ends at
+    It sends only while holding its send slots (slots.slots_held); with a bound full it ends at
     once, and a slot holder queues the next drain (_slot_released).
     """
-    with destination_slot(destination_id) as held:
+    with slots_held(destination_id) as held:
         if held is None:
             return 0
         claimed, out_of_time = _destination_drain_slotted(destination_id)

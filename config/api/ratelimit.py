@@ -99,15 +99,22 @@ def _window_count_script(cache_client: RedisCacheClient):
     return script
 
 
-def address_rate_limited(request, endpoint: str, limit: int):
-    """The per-client-address budget of an anonymous endpoint (/readyz, /status): the 429
-    envelope with Retry-After once `limit` requests this minute are spent, else None (also
-    while the limiter is unavailable: it fails open, and the probes keep answering)."""
-    state = rate_limit_consume(f"probe:{endpoint}:{client_address_key(request)}", limit)
+def address_rate_limited(request, bucket: str, limit: int):
+    """The per-client-address (IPv6: network) budget of an endpoint without a credential (the
+    OAuth protocol endpoints, /readyz, /status): the 429 envelope with Retry-After and
+    X-RateLimit-* once `limit` requests this minute are spent under `bucket`, else None (also
+    while the limiter is unavailable: it fails open)."""
+    state = rate_limit_consume(f"{bucket}:{client_address_key(request)}", limit)
     if state is None or not state.exceeded:
         return None
     return json_error(
-        request, "rate_limit_exceeded", headers={"Retry-After": str(max(1, state.reset_seconds))}
+        request,
+        "rate_limit_exceeded",
+        headers={
+            "Retry-After": str(max(1, state.reset_seconds)),
+            "X-RateLimit-Limit": str(state.limit),
+            "X-RateLimit-Remaining": "0",
+        },
     )
 
 

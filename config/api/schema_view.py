@@ -46,11 +46,6 @@ class SchemaCache:
                 )
         return rendering
 
-    @property
-    def builds(self) -> int:
-        """How many documents this cache holds: 0 before the first request, then 1."""
-        return 0 if self._document is None else 1
-
 
 def _render(renderer_class, document) -> RenderedSchema:
     renderer = renderer_class()

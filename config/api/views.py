@@ -119,7 +119,9 @@ def healthz(request):
 
 
 def _probe_response(request, endpoint: str, checks: dict) -> JsonResponse:
-    limited = address_rate_limited(request, endpoint, settings.HEALTH_RATE_LIMIT_PER_MINUTE)
+    limited = address_rate_limited(
+        request, f"probe:{endpoint}", settings.HEALTH_RATE_LIMIT_PER_MINUTE
+    )
     if limited is not None:
         return limited
     healthy, results = health.run_checks(checks)
