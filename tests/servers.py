@@ -1,18 +1,22 @@
-"""Servers the tests start beside bin/with-test-services' PostgreSQL and Redis: free loopback
-ports, and Debian's PgBouncer in transaction mode (bin/install-test-deps installs it), the
-set-up docs/scaling.md gives for many processes, used by the send-slot tests and the database
-fault run."""
+"""Servers the tests start beside bin/with-test-services' PostgreSQL and Redis, on free loopback
+ports: Debian's PgBouncer in transaction mode (bin/install-test-deps installs it), the set-up
+docs/scaling.md gives for many processes (the send-slot tests, the database fault run), and
+gunicorn under the production settings (the fault runs)."""
 
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import requests
+
+from tests.api.test_settings import ROOT, production_environment
 
 BINARY = "/usr/sbin/pgbouncer"
 
@@ -27,6 +31,27 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def stop_process(process: subprocess.Popen | None) -> None:
+    """SIGTERM, then SIGKILL what has not ended within 30 s."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def wait_until_ready(process: subprocess.Popen, ready, *, timeout: float, what: str, log) -> None:
+    """Polls `ready()` until it is true; fails with `log()` if the process ends first."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert process.poll() is None, log()
+        assert time.monotonic() < deadline, f"{what} did not start within {timeout:g} s"
+        time.sleep(0.1)
 
 
 class PgBouncer:
@@ -71,23 +96,18 @@ class PgBouncer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 30
-        while True:
-            assert self.process.poll() is None, self.log()
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                assert time.monotonic() < deadline, "PgBouncer did not start within 30 s"
-                time.sleep(0.1)
+        wait_until_ready(self.process, self._accepts, timeout=30, what="PgBouncer", log=self.log)
+        return self
+
+    def _accepts(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
 
     def __exit__(self, *exc_info) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def database_url(self, name: str) -> str:
@@ -99,3 +119,60 @@ class PgBouncer:
     def log(self) -> str:
         path = self.dir / "pgbouncer.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+class Gunicorn:
+    """`gunicorn config.wsgi` under config.settings.production (README "Production") with
+    `workers` sync workers, plain HTTP on a free loopback port (no SSL redirect: as behind a
+    proxy that terminates TLS); `environment` over production_environment's. A context manager
+    that starts it, waits for /healthz, and stops it."""
+
+    def __init__(self, log_path: Path, *, workers: int, **environment: str):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.workers = workers
+        self.log_path = log_path
+        self.environment = production_environment(
+            ALLOWED_HOSTS="127.0.0.1",
+            BASE_URL=self.base,
+            SECURE_SSL_REDIRECT="false",
+            **environment,
+        )
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Gunicorn":
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "config.wsgi",
+                 "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
+                 "--worker-tmp-dir", "/dev/shm"],
+                cwd=ROOT,
+                env=self.environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        wait_until_ready(
+            self.process,
+            self._answers,
+            timeout=60,
+            what="gunicorn",
+            log=lambda: self.log_path.read_text(errors="replace")[-3000:],
+        )
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            return requests.get(f"{self.base}/healthz", timeout=10).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def __exit__(self, *exc_info) -> None:
+        stop_process(self.process)
+
+    def log_lines(self, *words: str) -> list[str]:
+        return [
+            line
+            for line in self.log_path.read_text(errors="replace").splitlines()
+            if any(word in line for word in words)
+        ]

@@ -405,7 +405,6 @@ def test_the_schema_cache_builds_one_document_for_concurrent_first_requests():
     yaml_rendering = cache.rendered(OpenApiYamlRenderer, build)
 
     assert len(built) == 1
-    assert cache.builds == 1
     assert all(r is renderings[0] for r in renderings)
     assert json.loads(renderings[0].content)["paths"] == {}
     assert yaml.safe_load(yaml_rendering.content)["paths"] == {}

@@ -10,7 +10,6 @@ import dataclasses
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -20,8 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import requests
 
-from tests.api.test_settings import ROOT, production_environment
-from tests.servers import as_postgres_user, free_port
+from tests.servers import Gunicorn, as_postgres_user
 
 # Bounds of every run: the whole fault file stays well under two minutes.
 REQUEST_TIMEOUT = 10.0
@@ -99,72 +97,25 @@ def terminate_backends(url: str) -> int:
 # --- servers -----------------------------------------------------------------------------------
 
 
-class Gunicorn:
-    """gunicorn with config.settings.production (README "Production"), on a free loopback port."""
+def load_server(workdir: Path, name: str, *, workers: int, **environment: str) -> Gunicorn:
+    """gunicorn for the load: the API rate limit out of its way, warnings and up logged."""
+    return Gunicorn(
+        workdir / f"{name}.log",
+        workers=workers,
+        API_RATE_LIMIT_PER_MINUTE="1000000000",
+        LOG_LEVEL="WARNING",
+        **environment,
+    )
 
-    def __init__(self, workdir: Path, name: str, *, workers: int, **environment: str):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = workdir / f"{name}.log"
-        self.environment = production_environment(
-            ALLOWED_HOSTS="127.0.0.1",
-            BASE_URL=self.base,
-            # Plain HTTP on loopback, no proxy in front; limits out of the way of the load.
-            SECURE_SSL_REDIRECT="false",
-            API_RATE_LIMIT_PER_MINUTE="1000000000",
-            LOG_LEVEL="WARNING",
-            WEB_CONCURRENCY=str(workers),
-            **environment,
-        )
-        self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Gunicorn":
-        self._log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            [
-                *[sys.executable, "-m", "gunicorn", "config.wsgi"],
-                *["--bind", f"127.0.0.1:{self.port}", "--worker-tmp-dir", "/dev/shm"],
-            ],
-            cwd=ROOT,
-            env=self.environment,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.process.poll() is None, self.log_path.read_text()
-            try:
-                if requests.get(f"{self.base}/healthz", timeout=10).status_code == 200:
-                    return self
-            except (requests.ConnectionError, requests.Timeout):
-                pass
-            assert time.monotonic() < deadline, "gunicorn did not start within 60 s"
-            time.sleep(0.2)
-
-    def __exit__(self, *exc_info) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-
-    def log_lines(self, *words: str) -> list[str]:
-        return [
-            line
-            for line in self.log_path.read_text(errors="replace").splitlines()
-            if any(word in line for word in words)
-        ]
-
-    def errors_logged(self) -> Counter:
-        """The database errors of the 500s logged so far, by type and message start."""
-        found: Counter = Counter()
-        for line in self.log_lines("Error"):
-            match = re.search(r"(\w+Error): ([^\\\"]{0,70})", line)
-            if match:
-                found[f"{match.group(1)}: {match.group(2)}"] += 1
-        return found
+def errors_logged(server: Gunicorn) -> Counter:
+    """The database errors of the 500s the server logged so far, by type and message start."""
+    found: Counter = Counter()
+    for line in server.log_lines("Error"):
+        match = re.search(r"(\w+Error): ([^\\\"]{0,70})", line)
+        if match:
+            found[f"{match.group(1)}: {match.group(2)}"] += 1
+    return found
 
 
 # --- load --------------------------------------------------------------------------------------

@@ -7,10 +7,7 @@ Everything listens on 127.0.0.1 and every loop is bounded by a deadline.
 
 import contextlib
 import re
-import secrets
-import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,9 +17,6 @@ import requests
 
 from tests.servers import free_port
 from tests.webhooks.conftest import wait_until
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-VENV_BIN = Path(sys.executable).parent
 
 
 class ThrowawayRedis:
@@ -70,58 +64,6 @@ class ThrowawayRedis:
     def close(self) -> None:
         if self.ping():
             self.stop()
-
-
-class Gunicorn:
-    """`gunicorn config.wsgi` as README.md "Production" runs it (sync workers), on a free
-    loopback port, with the given environment."""
-
-    def __init__(self, workdir: Path, environment: dict, workers: int = 2):
-        self.workdir = workdir
-        self.port = free_port()
-        self.environment = environment
-        self.workers = workers
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.log_path = self.workdir / "gunicorn.log"
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [str(VENV_BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{self.port}",
-                 "--workers", str(self.workers)],
-                cwd=ROOT,
-                env=self.environment,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-
-        def answers():
-            assert self.process.poll() is None, self.log_path.read_text()[-3000:]
-            try:
-                return requests.get(f"{self.base}/healthz", timeout=10).status_code == 200
-            except requests.RequestException:
-                return False
-
-        wait_until(answers, timeout=60, interval=0.2, message="gunicorn answers /healthz")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def random_secret_key() -> str:
-    return secrets.token_urlsafe(48)[:60]
 
 
 # --- load -----------------------------------------------------------------------------------

@@ -29,11 +29,12 @@ from coupons.models import Coupon
 from events.models import Event
 from tests.factories import MembershipFactory, make_api_key
 from tests.faults.harness import (
-    Gunicorn,
     Load,
     ThrowawayPostgres,
     database_url,
+    errors_logged,
     figures,
+    load_server,
     run_sql,
     terminate_backends,
 )
@@ -72,7 +73,7 @@ def test_database_url(django_db_setup):
 def server(tmp_path_factory, test_database_url):
     """gunicorn as README "Production" runs it: persistent connections (CONN_MAX_AGE 60) and
     the per-session prepared statements that come with them."""
-    with Gunicorn(
+    with load_server(
         tmp_path_factory.mktemp("faults"),
         "gunicorn",
         workers=WORKERS,
@@ -128,12 +129,12 @@ def assert_each_write_exactly_once(load: Load, store) -> None:
     assert set(rows) == written
 
 
-def report(name: str, found, errors_logged) -> None:
+def report(name: str, found, errors: Counter) -> None:
     """The run's figures on stdout (`pytest -s`, or in the report of a failure)."""
     print(f"\n{name}: {found.line()}")
     for sample in found.failure_samples:
         print("   response:", sample)
-    for error, count in errors_logged.items():
+    for error, count in errors.items():
         print(f"   logged {count}x: {error}")
 
 
@@ -163,7 +164,7 @@ def test_the_api_recovers_from_a_database_fault_under_load(
         "terminate-backends": lambda: terminate_backends(test_database_url),
         "result-type-change": result_type_change,
     }[fault_name]
-    errors_before = server.errors_logged()
+    errors_before = errors_logged(server)
     try:
         load, fault_at = run_load(server.base, owner, fault_name.replace("-", ""), fault)
     finally:
@@ -172,7 +173,7 @@ def test_the_api_recovers_from_a_database_fault_under_load(
             store_access_as(test_database_url, STORE_ACCESS_TYPE)
 
     found = figures(load.outcomes, fault_at=fault_at, recovery_target=RECOVERY_TARGET)
-    report(fault_name, found, server.errors_logged() - errors_before)
+    report(fault_name, found, errors_logged(server) - errors_before)
     assert found.requests > 100  # the load ran
     assert found.recovered_after <= RECOVERY_TARGET, found
     assert found.failures_after_recovery == 0, found
@@ -211,7 +212,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
             concurrency=4,
             beat=False,
         )
-        with Gunicorn(
+        with load_server(
             tmp_path,
             "gunicorn-pgbouncer",
             workers=WORKERS,
@@ -228,7 +229,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
         )
 
     found = figures(load.outcomes, fault_at=fault_at, recovery_target=RECOVERY_TARGET)
-    report("pgbouncer", found, gunicorn.errors_logged())
+    report("pgbouncer", found, errors_logged(gunicorn))
     assert found.requests > 100
     assert found.failures == 0, found
     assert not errors, errors[:5]

@@ -31,20 +31,18 @@ from django.db import connection
 
 from config.api.ratelimit import OUTAGE_PAUSE_SECONDS
 from events.models import Event
-from tests.api.test_settings import production_environment
+from tests.api.test_settings import ROOT
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.faults.redis_helpers import (
-    ROOT,
     AnswerLog,
-    Gunicorn,
     PacedLoop,
     SignInBrowser,
     ThrowawayRedis,
-    random_secret_key,
     running,
     timed,
     wait_until,
 )
+from tests.servers import Gunicorn
 from tests.webhooks.conftest import CeleryWorker, Receiver, destination_for
 from webhooks.models import WebhookDelivery
 
@@ -100,12 +98,9 @@ def web(transactional_db, redis_server, tmp_path):
     loopback: SSL redirect and Secure cookies off, as behind a proxy terminating TLS."""
     workdir = tmp_path / "web"
     (workdir / "prometheus").mkdir(parents=True)
-    server = Gunicorn(workdir, environment={})
-    server.environment = production_environment(
-        SECRET_KEY=random_secret_key(),
-        ALLOWED_HOSTS="127.0.0.1",
-        BASE_URL=server.base,
-        SECURE_SSL_REDIRECT="false",
+    server = Gunicorn(
+        workdir / "gunicorn.log",
+        workers=2,
         SECURE_COOKIES="false",
         DATABASE_URL=database_url(),
         REDIS_URL=redis_server.url,
@@ -123,9 +118,8 @@ def web(transactional_db, redis_server, tmp_path):
         timeout=120,
     )
     assert collected.returncode == 0, collected.stdout + collected.stderr
-    server.start()
-    yield server
-    server.stop()
+    with server:
+        yield server
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ axe-core comes from npm (tests/external/package.json, installed by `make test`).
 
 import os
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 
-from tests.oauth_cli.flow import pkce_pair
+from tests.oauth_cli.flow import authorize_params
+from tests.oauth_cli.flow import authorize_url as flow_authorize_url
 
 AXE_SCRIPT = Path(__file__).resolve().parents[1] / "external/node_modules/axe-core/axe.min.js"
 # WCAG 2.0 and 2.1, levels A and AA: what the issue asks of every page.
@@ -87,19 +87,10 @@ def check_page(page) -> None:
     assert reflow_problems(page) == []
 
 
-def authorize_url(live_server, settings, redirect_uri, state, **overrides) -> str:
-    _, challenge = pkce_pair()
-    query = {
-        "response_type": "code",
-        "client_id": settings.CLI_CLIENT_ID,
-        "redirect_uri": redirect_uri,
-        "scope": "admin",
-        "state": state,
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        **overrides,
-    }
-    return f"{live_server.url}/oauth/authorize?" + urlencode(query)
+def authorize_url(live_server, redirect_uri, state, **overrides) -> str:
+    """The CLI's authorization request (tests/oauth_cli/flow.py) on the live server."""
+    params = authorize_params(redirect_uri=redirect_uri, state=state, **overrides)
+    return live_server.url + flow_authorize_url(params)
 
 
 def tab_to(page, element_id: str, *, most: int = 20) -> None:
@@ -129,7 +120,7 @@ def test_sign_in_and_consent_pass_axe_and_approve_with_the_keyboard_alone(
     live_server, settings, user, loopback_callback, page
 ):
     settings.BASE_URL = live_server.url
-    page.goto(authorize_url(live_server, settings, loopback_callback.redirect_uri, "k1"))
+    page.goto(authorize_url(live_server, loopback_callback.redirect_uri, "k1"))
     assert "/accounts/login/" in page.url
     check_page(page)
 
@@ -163,7 +154,7 @@ def test_sign_in_and_consent_pass_axe_and_approve_with_the_keyboard_alone(
     assert approved["code"]
 
     # refusing with the keyboard
-    page.goto(authorize_url(live_server, settings, loopback_callback.redirect_uri, "k2"))
+    page.goto(authorize_url(live_server, loopback_callback.redirect_uri, "k2"))
     page.wait_for_selector("#refuse")
     tab_to(page, "refuse")
     page.keyboard.press("Enter")
@@ -180,7 +171,6 @@ def test_the_refused_request_page_passes_axe(live_server, settings, signed_in_pa
     page.goto(
         authorize_url(
             live_server,
-            settings,
             "http://127.0.0.1:9/callback",
             "r1",
             client_id="not-the-cli",

@@ -1,11 +1,9 @@
 """One end-to-end run in headless Chromium: sign in, consent page, approve; then refuse."""
 
-from urllib.parse import urlencode
-
 import pytest
 import requests
 
-from tests.oauth_cli.flow import pkce_pair
+from tests.oauth_cli.flow import authorize_params, authorize_url, pkce_pair
 
 
 @pytest.fixture
@@ -13,18 +11,9 @@ def chromium_page(chromium_browser):
     yield chromium_browser.new_page()
 
 
-def _authorize_url(live_server, settings, redirect_uri, state, challenge) -> str:
-    return f"{live_server.url}/oauth/authorize?" + urlencode(
-        {
-            "response_type": "code",
-            "client_id": settings.CLI_CLIENT_ID,
-            "redirect_uri": redirect_uri,
-            "scope": "admin",
-            "state": state,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-        }
-    )
+def _authorize_url(live_server, redirect_uri, state, challenge) -> str:
+    params = authorize_params(redirect_uri=redirect_uri, state=state, code_challenge=challenge)
+    return live_server.url + authorize_url(params)
 
 
 @pytest.mark.browser
@@ -37,9 +26,7 @@ def test_browser_signs_in_approves_and_refuses(
     verifier, challenge = pkce_pair()
 
     # sign in from the authorization request
-    page.goto(
-        _authorize_url(live_server, settings, loopback_callback.redirect_uri, "s1", challenge)
-    )
+    page.goto(_authorize_url(live_server, loopback_callback.redirect_uri, "s1", challenge))
     assert "/accounts/login/" in page.url
     page.fill("#id_username", user.username)
     page.fill("#id_password", "password")
@@ -79,9 +66,7 @@ def test_browser_signs_in_approves_and_refuses(
 
     # once more, and refuse
     _, challenge = pkce_pair()
-    page.goto(
-        _authorize_url(live_server, settings, loopback_callback.redirect_uri, "s2", challenge)
-    )
+    page.goto(_authorize_url(live_server, loopback_callback.redirect_uri, "s2", challenge))
     page.click("#refuse")
     refused = loopback_callback.wait()
     assert refused["error"] == "access_denied"
@@ -90,8 +75,6 @@ def test_browser_signs_in_approves_and_refuses(
 
     # an IPv6 loopback callback passes the consent page's CSP too
     _, challenge = pkce_pair()
-    page.goto(
-        _authorize_url(live_server, settings, loopback_callback_ipv6.redirect_uri, "s3", challenge)
-    )
+    page.goto(_authorize_url(live_server, loopback_callback_ipv6.redirect_uri, "s3", challenge))
     page.click("#approve")
     assert loopback_callback_ipv6.wait()["state"] == "s3"

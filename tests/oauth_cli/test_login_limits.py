@@ -34,6 +34,11 @@ def fail(path: str, times: int, *, username: str = "alice", ip: str = "198.51.10
         assert response.status_code in (200, 429)
 
 
+def via_proxy(client_ip: str, forged: str) -> dict:
+    """A request through one trusted proxy (NUM_PROXIES=1), with a client-forged entry."""
+    return {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": f"{forged}, {client_ip}"}
+
+
 def without_nonce(response) -> str:
     return re.sub(r'nonce="[^"]*"', "", response.content.decode())
 
@@ -112,9 +117,6 @@ def test_a_username_that_spells_an_address_does_not_count_against_that_address(s
 
 @override_settings(REST_FRAMEWORK={**settings.REST_FRAMEWORK, "NUM_PROXIES": 1})
 def test_behind_a_proxy_each_client_has_its_own_address_limit(staff):
-    def via_proxy(client_ip: str, forged: str) -> dict:
-        return {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": f"{forged}, {client_ip}"}
-
     for n in range(settings.LOGIN_FAILURE_LIMIT):
         # a new forged address and username each time: the client's own address is counted
         Client().post(
@@ -377,9 +379,6 @@ def test_failures_from_addresses_of_one_ipv6_64_lock_that_network_only(path, sta
 
 @override_settings(REST_FRAMEWORK={**settings.REST_FRAMEWORK, "NUM_PROXIES": 1})
 def test_behind_a_proxy_an_ipv6_client_is_counted_by_its_64(staff):
-    def via_proxy(client_ip: str, forged: str) -> dict:
-        return {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": f"{forged}, {client_ip}"}
-
     for n in range(settings.LOGIN_FAILURE_LIMIT):
         Client().post(
             CLI_LOGIN,
