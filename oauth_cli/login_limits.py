@@ -15,6 +15,7 @@ address only, not by the username's counter, so a correct password from a known 
 while strangers elsewhere fail at the username. The address's own lock still applies.
 """
 
+import functools
 import logging
 
 import redis
@@ -230,7 +231,13 @@ SIGN_IN_PROBE_KEY = "login:probe"
 
 
 def _is_sign_in_page(request) -> bool:
-    return request.path in (settings.LOGIN_URL, reverse("admin:login"))
+    # Checked on every GET: the admin's path is resolved once, not per request.
+    return request.path in _sign_in_paths()
+
+
+@functools.cache
+def _sign_in_paths() -> tuple[str, str]:
+    return settings.LOGIN_URL, reverse("admin:login")
 
 
 def _sign_in_unavailable(request):
