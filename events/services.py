@@ -8,6 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config import metrics
+from events import subscribers
 from events.models import Event, EventPruneMark
 from events.positions import txid_for_insert
 from events.registry import event_type_get
@@ -47,10 +48,9 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
         data=data,
         **position,
     )
-    # Same transaction: the pending webhook delivery exists iff the event does.
-    from webhooks.services import deliveries_create_for_event
-
-    deliveries_create_for_event(event=event)
+    # Same transaction: what a subscriber writes (a pending webhook delivery) exists iff the
+    # event does.
+    subscribers.notify(event)
     metrics.event_recorded(event_type.type)
     return event
 

@@ -291,7 +291,7 @@ def _delivery_new(*, event, destination: WebhookDestination, replay_of=None) -> 
 
 
 def deliveries_create_for_event(*, event) -> WebhookDelivery | None:
-    """Called by events.record inside the event's transaction (INTERFACES.md "events")."""
+    """Subscribed to events.record (webhooks/apps.py): runs inside the event's transaction."""
     destination = WebhookDestination.objects.filter(store_id=event.store_id).first()
     if destination is None or event.type not in destination.event_types:
         return None
