@@ -54,9 +54,11 @@ def test_a_wrong_token_over_plain_http_is_redirected_like_any_stranger(productio
     assert response.status_code == 301
 
 
-def test_the_readme_names_every_path_exempt_from_the_https_redirect(production_redirect):
-    readme = (ROOT / "README.md").read_text()
-    [row] = [line for line in readme.splitlines() if line.startswith("| `SECURE_SSL_REDIRECT`")]
+def test_the_configuration_page_names_every_path_exempt_from_the_https_redirect(
+    production_redirect,
+):
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    [row] = [line for line in page.splitlines() if line.startswith("| `SECURE_SSL_REDIRECT`")]
     documented = set(re.findall(r"`/(\w+)`", row))
     exempt = {pattern.strip("^$") for pattern in production_redirect["SECURE_REDIRECT_EXEMPT"]}
     assert documented == exempt
