@@ -34,12 +34,10 @@ KNOWN_BROWSER_USERNAME_KEY_PREFIX = "known-browser-username:"
 KNOWN_BROWSER_COOKIE = "known_browser"
 KNOWN_BROWSER_SALT = "oauth_cli.login_limits.known_browser"
 KNOWN_ADDRESS_SALT = "oauth_cli.login_limits.known_address"
-# Accounts one browser is known for (most recent sign-in first); a shared computer's oldest
-# account drops off.
+# Accounts one browser is known for (most recent first); a shared computer's oldest drops off.
 KNOWN_BROWSER_ACCOUNTS = 5
-
-
 KNOWN_BROWSER, KNOWN_ADDRESS = "known browser", "known address"
+CACHE_UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 def username_key(request, credentials: dict | None) -> str | None:
@@ -58,13 +56,8 @@ def username_key(request, credentials: dict | None) -> str | None:
 
 
 def lockout_parameters(request_or_attempt, credentials: dict | None = None) -> list:
-    """The counters a sign-in is counted in and refused by (AXES_LOCKOUT_PARAMETERS).
-
-    An unknown client: its address, and the username. A known browser: the username only
-    (username_key gives it the known browsers' own counter), so neither a stranger's guesses
-    at the username nor failures of others at the same address lock it out. A known address
-    without the cookie: the address only, so strangers elsewhere do not lock it out.
-    """
+    """The counters a sign-in is counted in and refused by (AXES_LOCKOUT_PARAMETERS), by lane
+    (module docstring); username_key gives a known browser the known browsers' own counter."""
     if not isinstance(request_or_attempt, AccessBase):
         username = _submitted_username(request_or_attempt, credentials)
         lane = None if username is None else sign_in_lane(request_or_attempt, username)
@@ -135,9 +128,7 @@ def known_browser_marks(request) -> list[str]:
         )
     except signing.BadSignature:  # also an expired one
         return []
-    if not isinstance(marks, list):
-        return []
-    return [mark for mark in marks if isinstance(mark, str)]
+    return marks if isinstance(marks, list) else []
 
 
 def _submitted_username(request, credentials: dict | None) -> str | None:
@@ -162,7 +153,7 @@ def remember_signed_in_browser(sender, request, user, **kwargs):
         cache.set(
             known_address_key(user, address), 1, timeout=settings.LOGIN_KNOWN_BROWSER_DAYS * 86400
         )
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+    except CACHE_UNAVAILABLE:
         logger.warning("known sign-in address not recorded: cache unavailable", exc_info=True)
 
 
@@ -223,13 +214,9 @@ def sign_in_locks_clear(*, username: str) -> None:
 
 
 class SignInLimitsUnavailableMiddleware:
-    """A sign-in while the failure counters' cache (Redis) cannot be reached is answered with
-    a 503 page and logged, instead of a 500. It fails closed, unlike the API's rate limiter:
-    these counters are what stands between a password and unlimited guessing, and a sign-in
-    can wait for Redis where an API integration should not.
-
-    The sign-in pages themselves answer the same 503 page meanwhile (one cache read per page
-    view), so nobody types a password into a form that cannot be submitted."""
+    """While the failure counters' cache (Redis) cannot be reached, the sign-in pages and their
+    submissions answer a 503 page (logged), not a 500 or a form that cannot work: it fails
+    closed, unlike the API's rate limiter, as the counters are all that stops guessing."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -238,16 +225,12 @@ class SignInLimitsUnavailableMiddleware:
         if request.method in ("GET", "HEAD") and _is_sign_in_page(request):
             try:
                 cache.get(SIGN_IN_PROBE_KEY)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            except CACHE_UNAVAILABLE:
                 return _sign_in_unavailable(request)
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(
-            exception, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError
-        ):
-            return None
-        if not _is_sign_in_page(request):
+        if not isinstance(exception, CACHE_UNAVAILABLE) or not _is_sign_in_page(request):
             return None
         logger.error("sign-in refused: the sign-in limits' cache is unavailable", exc_info=True)
         return _sign_in_unavailable(request)
