@@ -108,7 +108,8 @@ def _account(username: str):
 
 def account_mark(user) -> str:
     """What the cookie holds for an account: keyed with SECRET_KEY (unforgeable, and it names
-    no username), and bound to the password hash, so a password change forgets every browser."""
+    no username), and bound to the password hash, so a password change forgets every browser
+    but the one that made it (KnownBrowserCookieMiddleware gives that one the new mark)."""
     return _keyed_digest(KNOWN_BROWSER_SALT, user)
 
 
