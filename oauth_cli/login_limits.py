@@ -1,18 +1,11 @@
-"""django-axes hooks of the sign-in limits (settings in config/settings/logins.py), and the
-"known browser" cookie that keeps a stranger's failed guesses from locking an account's owner
-out.
+"""django-axes hooks of the sign-in limits (settings: config/settings/logins.py), and the known
+browsers and addresses that keep strangers' failed guesses from locking an account's owner out
+(docs/decisions/hardening.md, "Hardening II: sign-in limits and IPv6 buckets").
 
-A failed sign-in is counted per client address and per username; at LOGIN_FAILURE_LIMIT
-failures either counter refuses further sign-ins, right passwords included. A browser that has
-signed in as a username before (it holds a mark of that account in the signed `known_browser`
-cookie) is counted and limited apart: only in a per-username counter of its own, which the
-account's known browsers share. Guesses from anywhere else, however many, leave it untouched;
-guesses with a stolen cookie are still limited, per username, across every address.
-
-An address (IPv6: network) from which the account signed in before is known too: a sign-in
-from there without the cookie (another browser, a cleared one) is counted and limited per
-address only, not by the username's counter, so a correct password from a known address passes
-while strangers elsewhere fail at the username. The address's own lock still applies.
+Which counters a failed sign-in is counted in and refused by, at LOGIN_FAILURE_LIMIT failures:
+an unknown client, its address's and the username's; a browser known for the username (the
+signed `known_browser` cookie holds the account's mark), only the known browsers' own
+per-username counter; a known address (IPv6: network) without the cookie, only its address's.
 """
 
 import functools
@@ -20,8 +13,9 @@ import logging
 
 import redis
 from axes.models import AccessBase
+from axes.utils import reset as axes_reset
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import HASH_SESSION_KEY, get_user, get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.core import signing
 from django.core.cache import cache
@@ -40,12 +34,10 @@ KNOWN_BROWSER_USERNAME_KEY_PREFIX = "known-browser-username:"
 KNOWN_BROWSER_COOKIE = "known_browser"
 KNOWN_BROWSER_SALT = "oauth_cli.login_limits.known_browser"
 KNOWN_ADDRESS_SALT = "oauth_cli.login_limits.known_address"
-# Accounts one browser is known for (most recent sign-in first); a shared computer's oldest
-# account drops off.
+# Accounts one browser is known for (most recent first); a shared computer's oldest drops off.
 KNOWN_BROWSER_ACCOUNTS = 5
-
-
 KNOWN_BROWSER, KNOWN_ADDRESS = "known browser", "known address"
+CACHE_UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 def username_key(request, credentials: dict | None) -> str | None:
@@ -64,13 +56,8 @@ def username_key(request, credentials: dict | None) -> str | None:
 
 
 def lockout_parameters(request_or_attempt, credentials: dict | None = None) -> list:
-    """The counters a sign-in is counted in and refused by (AXES_LOCKOUT_PARAMETERS).
-
-    An unknown client: its address, and the username. A known browser: the username only
-    (username_key gives it the known browsers' own counter), so neither a stranger's guesses
-    at the username nor failures of others at the same address lock it out. A known address
-    without the cookie: the address only, so strangers elsewhere do not lock it out.
-    """
+    """The counters a sign-in is counted in and refused by (AXES_LOCKOUT_PARAMETERS), by lane
+    (module docstring); username_key gives a known browser the known browsers' own counter."""
     if not isinstance(request_or_attempt, AccessBase):
         username = _submitted_username(request_or_attempt, credentials)
         lane = None if username is None else sign_in_lane(request_or_attempt, username)
@@ -107,9 +94,7 @@ def _lane(request, user) -> str | None:
 def known_address_key(user, address: str) -> str:
     """The cache key that remembers an (account, address) sign-in: keyed with SECRET_KEY, so
     the cache holds neither the username nor the address, and bound to the password hash."""
-    value = f"{user.pk}:{user.get_username()}:{user.password}:{address}"
-    digest = salted_hmac(KNOWN_ADDRESS_SALT, value, algorithm="sha256").hexdigest()[:32]
-    return f"login:known-address:{digest}"
+    return f"login:known-address:{_keyed_digest(KNOWN_ADDRESS_SALT, user, address)}"
 
 
 def _account(username: str):
@@ -123,9 +108,14 @@ def _account(username: str):
 
 def account_mark(user) -> str:
     """What the cookie holds for an account: keyed with SECRET_KEY (unforgeable, and it names
-    no username), and bound to the password hash, so a password change forgets every browser."""
-    value = f"{user.pk}:{user.get_username()}:{user.password}"
-    return salted_hmac(KNOWN_BROWSER_SALT, value, algorithm="sha256").hexdigest()[:32]
+    no username), and bound to the password hash, so a password change forgets every browser
+    but the one that made it (KnownBrowserCookieMiddleware gives that one the new mark)."""
+    return _keyed_digest(KNOWN_BROWSER_SALT, user)
+
+
+def _keyed_digest(salt: str, user, *extra: str) -> str:
+    value = ":".join([str(user.pk), user.get_username(), user.password, *extra])
+    return salted_hmac(salt, value, algorithm="sha256").hexdigest()[:32]
 
 
 def known_browser_marks(request) -> list[str]:
@@ -139,9 +129,7 @@ def known_browser_marks(request) -> list[str]:
         )
     except signing.BadSignature:  # also an expired one
         return []
-    if not isinstance(marks, list):
-        return []
-    return [mark for mark in marks if isinstance(mark, str)]
+    return marks if isinstance(marks, list) else []
 
 
 def _submitted_username(request, credentials: dict | None) -> str | None:
@@ -152,34 +140,41 @@ def _submitted_username(request, credentials: dict | None) -> str | None:
 
 @receiver(user_logged_in)
 def remember_signed_in_browser(sender, request, user, **kwargs):
-    """A sign-in (on either page) makes the browser known for the account; the middleware below
-    writes the cookie on the response."""
-    if request is not None:
-        request.known_browser_mark = account_mark(user)
-        address = client_address_key(request)
-        if address == UNKNOWN_CLIENT_ADDRESS:  # force_login's bare request, say
-            return
-        # Best effort: the sign-in has succeeded; a cache that fails now costs only the
-        # address's standing (logged), not the sign-in.
-        try:
-            cache.set(
-                known_address_key(user, address),
-                1,
-                timeout=settings.LOGIN_KNOWN_BROWSER_DAYS * 86400,
-            )
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-            logger.warning("known sign-in address not recorded: cache unavailable", exc_info=True)
+    """A sign-in (on either page) makes the browser and its address known for the account; the
+    middleware below writes the cookie on the response."""
+    if request is None:
+        return
+    request.known_browser_mark = account_mark(user)
+    address = client_address_key(request)
+    if address == UNKNOWN_CLIENT_ADDRESS:  # force_login's bare request, say
+        return
+    # Best effort: the sign-in has succeeded; a cache that fails now costs only the address's
+    # standing (logged), not the sign-in.
+    try:
+        cache.set(
+            known_address_key(user, address), 1, timeout=settings.LOGIN_KNOWN_BROWSER_DAYS * 86400
+        )
+    except CACHE_UNAVAILABLE:
+        logger.warning("known sign-in address not recorded: cache unavailable", exc_info=True)
 
 
 class KnownBrowserCookieMiddleware:
     """Sets the `known_browser` cookie on the response to a successful sign-in: this account's
-    mark first, then the browser's other accounts, signed with the time of this sign-in."""
+    mark first, then the browser's other accounts, signed with the time of this sign-in.
+
+    A password change that keeps its browser signed in (Django's update_session_auth_hash, on
+    the admin's password pages) counts as a sign-in there: the browser and its address stay
+    known, bound to the new password, while every other browser is forgotten. The owner who
+    reacts to an attack by changing her password is not left lockable everywhere."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        session_hash = _session_auth_hash(request)
         response = self.get_response(request)
+        if session_hash is not None and not hasattr(request, "known_browser_mark"):
+            _remember_after_password_change(request, session_hash)
         mark = getattr(request, "known_browser_mark", None)
         if mark is None:
             return response
@@ -196,14 +191,33 @@ class KnownBrowserCookieMiddleware:
         return response
 
 
-class SignInLimitsUnavailableMiddleware:
-    """A sign-in while the failure counters' cache (Redis) cannot be reached is answered with
-    a 503 page and logged, instead of a 500. It fails closed, unlike the API's rate limiter:
-    these counters are what stands between a password and unlimited guessing, and a sign-in
-    can wait for Redis where an API integration should not.
+def _session_auth_hash(request) -> str | None:
+    """The password-derived hash of a signed-in session, read only for a POST carrying a session
+    cookie (reading the session of any other request would add `Vary: Cookie` to it)."""
+    if request.method != "POST" or settings.SESSION_COOKIE_NAME not in request.COOKIES:
+        return None
+    return request.session.get(HASH_SESSION_KEY)
 
-    The sign-in pages themselves answer the same 503 page meanwhile (one cache read per page
-    view), so nobody types a password into a form that cannot be submitted."""
+
+def _remember_after_password_change(request, session_hash_before: str) -> None:
+    if _session_auth_hash(request) in (None, session_hash_before):
+        return
+    user = get_user(request)  # read again: request.user may hold the old password hash
+    if user.is_authenticated:
+        remember_signed_in_browser(None, request, user)
+
+
+def sign_in_locks_clear(*, username: str) -> None:
+    """Clears the username's sign-in counters, new browsers' and known browsers' (django-axes'
+    reset, with the keys username_key makes); the addresses' counters stay."""
+    for prefix in (USERNAME_KEY_PREFIX, KNOWN_BROWSER_USERNAME_KEY_PREFIX):
+        axes_reset(username=f"{prefix}{username}")
+
+
+class SignInLimitsUnavailableMiddleware:
+    """While the failure counters' cache (Redis) cannot be reached, the sign-in pages and their
+    submissions answer a 503 page (logged), not a 500 or a form that cannot work: it fails
+    closed, unlike the API's rate limiter, as the counters are all that stops guessing."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -212,16 +226,12 @@ class SignInLimitsUnavailableMiddleware:
         if request.method in ("GET", "HEAD") and _is_sign_in_page(request):
             try:
                 cache.get(SIGN_IN_PROBE_KEY)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            except CACHE_UNAVAILABLE:
                 return _sign_in_unavailable(request)
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(
-            exception, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError
-        ):
-            return None
-        if not _is_sign_in_page(request):
+        if not isinstance(exception, CACHE_UNAVAILABLE) or not _is_sign_in_page(request):
             return None
         logger.error("sign-in refused: the sign-in limits' cache is unavailable", exc_info=True)
         return _sign_in_unavailable(request)

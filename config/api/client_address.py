@@ -1,14 +1,9 @@
 """The client's IP address, and the key every per-address limit counts it under.
 
-Behind `NUM_PROXIES` trusted reverse proxies (DRF's setting, from the environment) each proxy
-appends the address it received the request from to `X-Forwarded-For`, so the client is the
-`NUM_PROXIES`-th entry from the right; everything left of it was written by the client and is
-never read. With no proxy (0) the header is ignored and the TCP peer is the client.
-
-An IPv6 client holds a whole network, not one address: a home or a server gets at least a /64
-and picks any address inside it (privacy addresses change daily). A limit per /128 would give
-one client 2^64 budgets, so limits key on the client's network of `CLIENT_IPV6_PREFIX_LENGTH`
-bits (default 64) instead (`client_address_key`).
+Behind `NUM_PROXIES` trusted proxies (DRF's setting) the client is the `NUM_PROXIES`-th
+`X-Forwarded-For` entry from the right (entries left of it are the client's own writing); with
+none, the TCP peer. An IPv6 client holds a whole network (a /64 at least, in which it picks any
+address), so limits key on its network of `CLIENT_IPV6_PREFIX_LENGTH` bits, not on /128s.
 """
 
 import ipaddress
@@ -31,8 +26,8 @@ def client_address(request) -> str:
 
 
 def client_address_key(request) -> str:
-    """The key of every per-address limit (sign-in limits, the OAuth endpoints' budget): the
-    client's IPv4 address, or its IPv6 network of CLIENT_IPV6_PREFIX_LENGTH bits.
+    """The key of every per-address limit (sign-ins, failed API authentications, the OAuth
+    endpoints, the probes): the IPv4 address, or the IPv6 network of CLIENT_IPV6_PREFIX_LENGTH.
 
     An IPv4-mapped IPv6 address (`::ffff:198.51.100.7`, from a dual-stack socket) is its IPv4
     address: as an IPv6 one, every IPv4 client would fall into the one network `::/64`.

@@ -66,7 +66,7 @@ TOKEN_ERRORS = (
     "unsupported_grant_type",
     "invalid_scope",
 )
-RATE_LIMITS = ("cred", "oauth", "probe")
+RATE_LIMITS = ("cred", "oauth", "probe", "auth")
 
 
 def _known(value, known: tuple[str, ...]) -> str:

@@ -1,12 +1,7 @@
-"""Per-address limits' client key and the password sign-in limits (the CLI's /accounts/login/
-and the admin's), imported by base.py.
-
-django-axes counts failures in the shared cache (Redis outside `make run`) per client address
-(config.api.client_address.client_address_key: IPv4 address or IPv6 network) and per submitted
-username, existing or not, so a lockout says nothing about which usernames exist. Failures
-from a browser that has signed in as that username before are counted apart, and from an
-address it signed in from before per address only (oauth_cli/login_limits.py): a stranger's
-failures cannot lock the owner's own browsers or addresses out.
+"""Per-address limits' client key, the password sign-in limits (the CLI's /accounts/login/
+and the admin's; oauth_cli/login_limits.py) and the API's failed-authentication limit,
+imported by base.py. django-axes counts sign-in failures in the shared cache per client
+address (IPv4 address or IPv6 network) and per submitted username, existing or not.
 """
 
 from datetime import timedelta
@@ -23,6 +18,10 @@ if CLIENT_IPV6_PREFIX_LENGTH > 128:
         f"CLIENT_IPV6_PREFIX_LENGTH={CLIENT_IPV6_PREFIX_LENGTH} is not valid: "
         "expected a prefix length from 32 to 128."
     )
+
+# Failed bearer authentications (a bogus API key or token, a malformed header) per client
+# address and minute; past it, 429 before any credential lookup (accounts/authentication.py).
+API_AUTH_FAILURES_PER_MINUTE = env.count("API_AUTH_FAILURES_PER_MINUTE", default=30, minimum=1)
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out sign-in before any password is checked, correct ones included.

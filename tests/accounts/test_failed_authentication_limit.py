@@ -1,0 +1,114 @@
+"""Failed bearer authentications are limited per client address (IPv6: per /64), issue 23
+point 4: after API_AUTH_FAILURES_PER_MINUTE bogus credentials an address gets 429, and further
+requests from it are refused before any credential lookup."""
+
+from types import SimpleNamespace
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from config.api import ratelimit
+from tests.conftest import FROZEN_RATE_LIMIT_NOW
+from tests.factories import make_api_key
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen_rate_limit_clock")]
+
+BOGUS_KEY = "sf_" + "x" * 40
+ATTACKER_IP = "203.0.113.9"
+
+
+def get_me(secret: str, ip: str):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client.get("/api/v2/me", REMOTE_ADDR=ip)
+
+
+def spend_the_budget(ip: str = ATTACKER_IP, secret: str = BOGUS_KEY):
+    for _ in range(settings.API_AUTH_FAILURES_PER_MINUTE):
+        assert get_me(secret, ip).status_code == 401
+
+
+def assert_refused(response, *, retry_after: str = "30"):
+    assert response.status_code == 429
+    body = response.json()
+    assert body["code"] == "rate_limit_exceeded"
+    assert body["type"] == "rate_limit_error"
+    assert response["Retry-After"] == retry_after
+    assert response["X-RateLimit-Limit"] == str(settings.API_AUTH_FAILURES_PER_MINUTE)
+    assert response["X-RateLimit-Remaining"] == "0"
+
+
+def test_the_default_is_30_failures_per_minute():
+    assert settings.API_AUTH_FAILURES_PER_MINUTE == 30
+
+
+def test_after_the_limit_of_bogus_keys_the_address_gets_429_with_retry_after():
+    spend_the_budget()
+
+    # the clock stands 30 s into the window
+    assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
+
+
+@pytest.mark.parametrize("token", ["not-a-key", "sf_" + "y" * 40, "at_" + "z" * 43])
+def test_any_kind_of_bogus_token_counts(token):
+    spend_the_budget(secret=token)
+
+    assert_refused(get_me(token, ATTACKER_IP))
+
+
+def test_a_malformed_authorization_header_counts():
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Bearer two parts")
+    for _ in range(settings.API_AUTH_FAILURES_PER_MINUTE):
+        assert client.get("/api/v2/me", REMOTE_ADDR=ATTACKER_IP).status_code == 401
+
+    assert_refused(client.get("/api/v2/me", REMOTE_ADDR=ATTACKER_IP))
+
+
+def test_over_the_limit_even_a_valid_key_is_refused_before_any_database_query(
+    user, store, django_assert_num_queries
+):
+    valid = make_api_key(user)
+    spend_the_budget()
+    assert get_me(BOGUS_KEY, ATTACKER_IP).status_code == 429
+
+    with django_assert_num_queries(0):
+        assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
+        assert_refused(get_me(valid, ATTACKER_IP))
+
+
+def test_a_valid_key_from_another_address_is_unaffected(user, store):
+    valid = make_api_key(user)
+    spend_the_budget()
+
+    assert get_me(valid, "198.51.100.20").status_code == 200
+    # and a bogus key from there is still an ordinary 401
+    assert get_me(BOGUS_KEY, "198.51.100.20").status_code == 401
+
+
+def test_valid_keys_do_not_spend_the_budget(user, store):
+    valid = make_api_key(user)
+    for _ in range(settings.API_AUTH_FAILURES_PER_MINUTE):
+        assert get_me(valid, ATTACKER_IP).status_code == 200
+
+    assert get_me(BOGUS_KEY, ATTACKER_IP).status_code == 401
+
+
+def test_addresses_of_one_ipv6_64_share_the_budget_and_the_next_64_has_its_own(user, store):
+    for n in range(settings.API_AUTH_FAILURES_PER_MINUTE):
+        assert get_me(BOGUS_KEY, f"2001:db8:1:2::{n + 1:x}").status_code == 401
+
+    assert_refused(get_me(BOGUS_KEY, "2001:db8:1:2:ffff::1"))
+    assert_refused(get_me(make_api_key(user), "2001:db8:1:2:ffff::2"))
+    assert get_me(BOGUS_KEY, "2001:db8:1:3::1").status_code == 401
+
+
+def test_the_next_window_brings_a_fresh_budget(user, store, monkeypatch):
+    spend_the_budget()
+    assert get_me(BOGUS_KEY, ATTACKER_IP).status_code == 429
+
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW + 30))
+
+    assert get_me(make_api_key(user), ATTACKER_IP).status_code == 200
+    assert get_me(BOGUS_KEY, ATTACKER_IP).status_code == 401
