@@ -11,8 +11,6 @@ import re
 
 import django_filters
 from django import forms
-from django_filters import utils
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema_field
 
 from events.models import Event
@@ -106,19 +104,3 @@ class EventFilter(django_filters.FilterSet):
     class Meta:
         model = Event
         fields = ["type", "subject_type", "subject_id"]
-
-    def journal_filters(self) -> dict[str, str]:
-        """The filters the client set, as the journal cursor is bound to them."""
-        return {name: value for name, value in self.form.cleaned_data.items() if value}
-
-
-class JournalFilterBackend(DjangoFilterBackend):
-    """DjangoFilterBackend that also hands the view the filters it applied: the journal cursor
-    is bound to exactly that filter set (events/cursors.py), so the paginator needs them."""
-
-    def filter_queryset(self, request, queryset, view):
-        filterset = self.get_filterset(request, queryset, view)
-        if not filterset.is_valid():
-            raise utils.translate_validation(filterset.errors)
-        view.journal_filters = filterset.journal_filters()
-        return filterset.qs

@@ -7,7 +7,6 @@ from config.api.errors import CursorExpired
 from events.cursors import JournalCursor, JournalPosition
 from events.models import Event, EventPruneMark
 from events.positions import TransactionHorizon, transaction_horizon_now
-from orders.selectors import order_get
 
 
 @dataclass(frozen=True)
@@ -15,21 +14,6 @@ class JournalPage:
     events: list[Event]
     next_cursor: JournalCursor
     has_more: bool
-
-
-def journal_events(*, store) -> QuerySet[Event]:
-    """The store's journal, for the list views to filter and `journal_page` to page over."""
-    return Event.objects.filter(store=store)
-
-
-def order_journal_filters(*, store, order_id: int) -> dict[str, str]:
-    """The journal filters of one order of the store (404 for an unknown or foreign order).
-
-    `/api/v2/orders/{order}/events` is `/api/v2/events` under exactly these filters, so the
-    cursors of one work on the other with the same filters (events/cursors.py binds them).
-    """
-    order = order_get(store=store, order_id=order_id)
-    return {"subject_type": "order", "subject_id": str(order.pk)}
 
 
 def journal_page(
