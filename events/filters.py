@@ -1,10 +1,11 @@
 """Query filters of GET /api/v2/events (django-filter); bad values -> 422 naming each filter.
 
-DESIGN.md "Event journal": `type` (a registered type, so at most the model's 120 characters),
-`subject_type` (`order`, `coupon`), `subject_id` (1..100 of [A-Za-z0-9_.:-]). A present but
-empty value is refused too: it could mean "no filter" or "filter on nothing". drf-spectacular
-derives the parameters from these filters, whose schemas are built from the values they check
-(registry names, model field lengths, `SUBJECT_ID_PATTERN`).
+docs/design.md "Event journal": `type` (any string of at most the model's 120 characters, an
+unknown type matching nothing; a trailing `*` matches every type it starts), `subject_type`
+(`order`, `coupon`), `subject_id` (1..100 of [A-Za-z0-9_.:-]). A present but empty value is
+refused too: it could mean "no filter" or "filter on nothing". drf-spectacular derives the
+parameters from these filters, whose schemas are built from the values they check (registry
+names, model field lengths, `SUBJECT_ID_PATTERN`, `TYPE_PATTERN`).
 """
 
 import re
@@ -14,7 +15,7 @@ from django import forms
 from drf_spectacular.utils import extend_schema_field
 
 from events.models import Event
-from events.registry import EVENT_TYPES, SUBJECT_TYPES
+from events.registry import SUBJECT_TYPES
 
 EMPTY_VALUE_MESSAGE = "must not be empty; omit the parameter to leave it out"
 SUBJECT_ID_MAX_LENGTH = Event._meta.get_field("subject_id").max_length
@@ -28,6 +29,21 @@ SUBJECT_ID_SCHEMA = {
     "pattern": SUBJECT_ID_PATTERN,
     "description": f"Only events about this subject id (1 to {SUBJECT_ID_MAX_LENGTH} of A-Z, "
     "a-z, 0-9, _ . : -).",
+}
+
+
+TYPE_MAX_LENGTH = Event._meta.get_field("type").max_length
+WILDCARD = "*"
+# At most one `*`, as the last character (docs/decisions/events.md "Type filter").
+TYPE_PATTERN = r"^[^*]*[*]?$"
+TYPE_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": TYPE_MAX_LENGTH,
+    "pattern": TYPE_PATTERN,
+    "description": "Only events of this type; an unregistered type matches none. A trailing "
+    "`*` matches every type that starts with what precedes it (`order.*`: every `order.` "
+    "type; `*` alone: every type). A `*` elsewhere is a 422.",
 }
 
 
@@ -88,12 +104,34 @@ class SubjectIdFilter(django_filters.CharFilter):
     field_class = SubjectIdField
 
 
+class EventTypeField(PresentValueMixin, forms.CharField):
+    def __init__(self, **kwargs):
+        super().__init__(
+            strip=False,
+            max_length=TYPE_MAX_LENGTH,
+            error_messages={"max_length": f"must be at most {TYPE_MAX_LENGTH} characters"},
+            **kwargs,
+        )
+
+    def validate(self, value):
+        super().validate(value)
+        if WILDCARD in value[:-1]:
+            raise forms.ValidationError("may hold one '*', as its last character only")
+
+
+@extend_schema_field(TYPE_SCHEMA)
+class EventTypeFilter(django_filters.CharFilter):
+    field_class = EventTypeField
+
+    def filter(self, qs, value):
+        if value.endswith(WILDCARD):
+            prefix = value.removesuffix(WILDCARD)
+            return qs.filter(type__startswith=prefix) if prefix else qs
+        return super().filter(qs, value)
+
+
 class EventFilter(django_filters.FilterSet):
-    type = RegisteredNameFilter(
-        field_name="type",
-        names=EVENT_TYPES,
-        description="Only events of this registered type.",
-    )
+    type = EventTypeFilter()  # described by TYPE_SCHEMA
     subject_type = RegisteredNameFilter(
         field_name="subject_type",
         names=SUBJECT_TYPES,
