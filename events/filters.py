@@ -32,10 +32,17 @@ SUBJECT_ID_SCHEMA = {
 }
 
 
+SUBJECT_TYPE_SCHEMA = {
+    "type": "string",
+    "maxLength": Event._meta.get_field("subject_type").max_length,
+    "enum": sorted(SUBJECT_TYPES),
+    "description": "Only events about this kind of subject.",
+}
 TYPE_MAX_LENGTH = Event._meta.get_field("type").max_length
 WILDCARD = "*"
-# At most one `*`, as the last character (docs/decisions/events.md "Type filter").
-TYPE_PATTERN = r"^[^*]*[*]?$"
+# At most one `*`, as the last character (docs/decisions/events.md "Type filter"); no NUL
+# (forms.CharField refuses it: PostgreSQL text cannot hold it).
+TYPE_PATTERN = r"^[^*\u0000]*[*]?$"
 TYPE_SCHEMA = {
     "type": "string",
     "minLength": 1,
@@ -56,34 +63,13 @@ class PresentValueMixin:
         return super().to_python(value)
 
 
-class RegisteredNameField(PresentValueMixin, django_filters.fields.ChoiceField):
-    def __init__(self, *, max_length: int, **kwargs):
-        self.max_length = max_length
-        super().__init__(**kwargs)
-
-    def validate(self, value):
-        if value and len(value) > self.max_length:
-            raise forms.ValidationError(f"must be at most {self.max_length} characters")
-        super().validate(value)
+class SubjectTypeField(PresentValueMixin, django_filters.fields.ChoiceField):
+    pass
 
 
-class RegisteredNameFilter(django_filters.ChoiceFilter):
-    """One of the registered `names`, at most as long as the model field `field_name` allows;
-    the parameter's schema (enum, maxLength) is built from the same values."""
-
-    field_class = RegisteredNameField
-
-    def __init__(self, *, field_name: str, names, description: str):
-        names = sorted(names)
-        max_length = Event._meta.get_field(field_name).max_length
-        super().__init__(
-            field_name=field_name,
-            choices=[(name, name) for name in names],
-            max_length=max_length,
-            error_messages={"invalid_choice": f"must be one of {', '.join(names)}"},
-        )
-        schema = {"type": "string", "maxLength": max_length, "enum": names}
-        extend_schema_field({**schema, "description": description})(self)
+@extend_schema_field(SUBJECT_TYPE_SCHEMA)
+class SubjectTypeFilter(django_filters.ChoiceFilter):
+    field_class = SubjectTypeField
 
 
 class SubjectIdField(PresentValueMixin, forms.CharField):
@@ -132,13 +118,8 @@ class EventTypeFilter(django_filters.CharFilter):
 
 class EventFilter(django_filters.FilterSet):
     type = EventTypeFilter()  # described by TYPE_SCHEMA
-    subject_type = RegisteredNameFilter(
-        field_name="subject_type",
-        names=SUBJECT_TYPES,
-        description="Only events about this kind of subject.",
-    )
+    subject_type = SubjectTypeFilter(
+        choices=[(name, name) for name in sorted(SUBJECT_TYPES)],
+        error_messages={"invalid_choice": f"must be one of {', '.join(sorted(SUBJECT_TYPES))}"},
+    )  # described by SUBJECT_TYPE_SCHEMA
     subject_id = SubjectIdFilter()  # described by SUBJECT_ID_SCHEMA
-
-    class Meta:
-        model = Event
-        fields = ["type", "subject_type", "subject_id"]

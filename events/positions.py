@@ -10,14 +10,13 @@ docs/decisions/events.md.
 
 from django.db import connection, models
 
-CURRENT_TRANSACTION_ID = "(pg_current_xact_id()::text::bigint)"
 TRANSACTION_HORIZON = "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
 
 
 class CurrentTransactionId(models.Func):
     """DB default of Event.txid: the inserting transaction's id."""
 
-    template = CURRENT_TRANSACTION_ID
+    template = "(pg_current_xact_id()::text::bigint)"
     output_field = models.BigIntegerField()
 
 

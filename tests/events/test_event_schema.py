@@ -29,6 +29,7 @@ def test_the_journal_declares_its_filters_and_paging(schema):
     for accepted in [*EVENT_TYPES, "order.refunded", "order.*", "*"]:
         assert type_pattern.fullmatch(accepted), accepted
     assert not type_pattern.fullmatch("*.completed")
+    assert not type_pattern.fullmatch("order\x00")
     assert "`*`" in parameters["query", "type"]["description"]
     assert parameters["query", "subject_type"]["schema"]["enum"] == sorted(SUBJECT_TYPES)
     subject_id = parameters["query", "subject_id"]["schema"]

@@ -75,3 +75,9 @@ def test_a_wildcard_cursor_is_bound_to_the_wildcard(auth_client, journal):
     assert [event["type"] for event in same.json()["data"]] == ["coupon.updated", "coupon.deleted"]
     other = auth_client.get("/api/v2/events", {"type": "coupon.created", "cursor": cursor})
     assert other.status_code == 409
+
+
+def test_a_nul_character_is_a_422_not_a_database_error(auth_client):
+    response = auth_client.get("/api/v2/events", {"type": "order\x00.completed"})
+    assert response.status_code == 422
+    assert response.json()["param"] == "type"
