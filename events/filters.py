@@ -30,16 +30,12 @@ SUBJECT_ID_SCHEMA = {
     "description": f"Only events about this subject id (1 to {SUBJECT_ID_MAX_LENGTH} of A-Z, "
     "a-z, 0-9, _ . : -).",
 }
-
-
 SUBJECT_TYPE_SCHEMA = {
     "type": "string",
-    "maxLength": Event._meta.get_field("subject_type").max_length,
     "enum": sorted(SUBJECT_TYPES),
     "description": "Only events about this kind of subject.",
 }
 TYPE_MAX_LENGTH = Event._meta.get_field("type").max_length
-WILDCARD = "*"
 # At most one `*`, as the last character (docs/decisions/events.md "Type filter"); no NUL
 # (forms.CharField refuses it: PostgreSQL text cannot hold it).
 TYPE_PATTERN = r"^[^*\u0000]*[*]?$"
@@ -101,7 +97,7 @@ class EventTypeField(PresentValueMixin, forms.CharField):
 
     def validate(self, value):
         super().validate(value)
-        if WILDCARD in value[:-1]:
+        if "*" in value[:-1]:
             raise forms.ValidationError("may hold one '*', as its last character only")
 
 
@@ -110,9 +106,8 @@ class EventTypeFilter(django_filters.CharFilter):
     field_class = EventTypeField
 
     def filter(self, qs, value):
-        if value.endswith(WILDCARD):
-            prefix = value.removesuffix(WILDCARD)
-            return qs.filter(type__startswith=prefix) if prefix else qs
+        if value.endswith("*"):
+            return qs.filter(type__startswith=value[:-1]) if value != "*" else qs
         return super().filter(qs, value)
 
 

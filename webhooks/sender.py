@@ -343,19 +343,13 @@ def _failure_kind(error: requests.RequestException, reason) -> str:
     """What went wrong, in words that hold nothing of the URL (`reason`: urllib3's cause)."""
     if isinstance(error, requests.exceptions.SSLError):
         return "TLS error"
-    if isinstance(error, requests.ConnectTimeout):
-        return "connect timeout"
     if isinstance(error, requests.Timeout):
-        return "timeout"
+        return "connect timeout" if isinstance(error, requests.ConnectTimeout) else "timeout"
     if isinstance(reason, NameResolutionError):
         return "DNS failure"
-    if isinstance(reason, NewConnectionError) and isinstance(
-        reason.__cause__, ConnectionRefusedError
-    ):
+    if isinstance(getattr(reason, "__cause__", None), ConnectionRefusedError):
         return "connection refused"
-    if isinstance(error, requests.ConnectionError):
-        return "connection error"
-    return "request error"
+    return "connection error" if isinstance(error, requests.ConnectionError) else "request error"
 
 
 def _post(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendResult:
