@@ -4,42 +4,35 @@ from events.models import Event, EventPruneMark
 from stores.admin_filters import StoreSlugFilter
 
 
-@admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
-    """Read-only: the journal is written by `events.services.record` alone."""
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """The journal is written by `events.services.record` alone, its prune marks by
+    `events_prune`: the admin only reads them."""
 
+    list_select_related = ["store"]
+    autocomplete_fields = ["store"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
     list_display = ["id", "type", "version", "store", "subject_type", "subject_id", "occurred_at"]
     list_filter = ["type", "subject_type", StoreSlugFilter]
     search_fields = ["=id", "=subject_id"]
-    list_select_related = ["store"]
-    autocomplete_fields = ["store"]
     ordering = ["-occurred_at"]
     date_hierarchy = "occurred_at"
     # The journal is large: no COUNT(*) over it on every page.
     show_full_result_count = False
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(EventPruneMark)
-class EventPruneMarkAdmin(admin.ModelAdmin):
+class EventPruneMarkAdmin(ReadOnlyAdmin):
     list_display = ["store", "txid", "event_id", "updated_at"]
-    list_select_related = ["store"]
     list_filter = [StoreSlugFilter]
-    autocomplete_fields = ["store"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -1,22 +1,21 @@
 """Query filters of GET /api/v2/events (django-filter); bad values -> 422 naming each filter.
 
-DESIGN.md "Event journal": `type` (a registered type, so at most the model's 120 characters),
-`subject_type` (`order`, `coupon`), `subject_id` (1..100 of [A-Za-z0-9_.:-]). A present but
-empty value is refused too: it could mean "no filter" or "filter on nothing". drf-spectacular
-derives the parameters from these filters, whose schemas are built from the values they check
-(registry names, model field lengths, `SUBJECT_ID_PATTERN`).
+docs/design.md "Event journal": `type` (any string of at most the model's 120 characters, an
+unknown type matching nothing; a trailing `*` matches every type it starts), `subject_type`
+(`order`, `coupon`), `subject_id` (1..100 of [A-Za-z0-9_.:-]). A present but empty value is
+refused too: it could mean "no filter" or "filter on nothing". drf-spectacular derives the
+parameters from these filters, whose schemas are built from the values they check (registry
+names, model field lengths, `SUBJECT_ID_PATTERN`, `TYPE_PATTERN`).
 """
 
 import re
 
 import django_filters
 from django import forms
-from django_filters import utils
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema_field
 
 from events.models import Event
-from events.registry import EVENT_TYPES, SUBJECT_TYPES
+from events.registry import SUBJECT_TYPES
 
 EMPTY_VALUE_MESSAGE = "must not be empty; omit the parameter to leave it out"
 SUBJECT_ID_MAX_LENGTH = Event._meta.get_field("subject_id").max_length
@@ -31,6 +30,24 @@ SUBJECT_ID_SCHEMA = {
     "description": f"Only events about this subject id (1 to {SUBJECT_ID_MAX_LENGTH} of A-Z, "
     "a-z, 0-9, _ . : -).",
 }
+SUBJECT_TYPE_SCHEMA = {
+    "type": "string",
+    "enum": sorted(SUBJECT_TYPES),
+    "description": "Only events about this kind of subject.",
+}
+TYPE_MAX_LENGTH = Event._meta.get_field("type").max_length
+# At most one `*`, as the last character (docs/decisions/events.md "Type filter"); no NUL
+# (forms.CharField refuses it: PostgreSQL text cannot hold it).
+TYPE_PATTERN = r"^[^*\u0000]*[*]?$"
+TYPE_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": TYPE_MAX_LENGTH,
+    "pattern": TYPE_PATTERN,
+    "description": "Only events of this type; an unregistered type matches none. A trailing "
+    "`*` matches every type that starts with what precedes it (`order.*`: every `order.` "
+    "type; `*` alone: every type). A `*` elsewhere is a 422.",
+}
 
 
 class PresentValueMixin:
@@ -42,34 +59,13 @@ class PresentValueMixin:
         return super().to_python(value)
 
 
-class RegisteredNameField(PresentValueMixin, django_filters.fields.ChoiceField):
-    def __init__(self, *, max_length: int, **kwargs):
-        self.max_length = max_length
-        super().__init__(**kwargs)
-
-    def validate(self, value):
-        if value and len(value) > self.max_length:
-            raise forms.ValidationError(f"must be at most {self.max_length} characters")
-        super().validate(value)
+class SubjectTypeField(PresentValueMixin, django_filters.fields.ChoiceField):
+    pass
 
 
-class RegisteredNameFilter(django_filters.ChoiceFilter):
-    """One of the registered `names`, at most as long as the model field `field_name` allows;
-    the parameter's schema (enum, maxLength) is built from the same values."""
-
-    field_class = RegisteredNameField
-
-    def __init__(self, *, field_name: str, names, description: str):
-        names = sorted(names)
-        max_length = Event._meta.get_field(field_name).max_length
-        super().__init__(
-            field_name=field_name,
-            choices=[(name, name) for name in names],
-            max_length=max_length,
-            error_messages={"invalid_choice": f"must be one of {', '.join(names)}"},
-        )
-        schema = {"type": "string", "maxLength": max_length, "enum": names}
-        extend_schema_field({**schema, "description": description})(self)
+@extend_schema_field(SUBJECT_TYPE_SCHEMA)
+class SubjectTypeFilter(django_filters.ChoiceFilter):
+    field_class = SubjectTypeField
 
 
 class SubjectIdField(PresentValueMixin, forms.CharField):
@@ -90,35 +86,35 @@ class SubjectIdFilter(django_filters.CharFilter):
     field_class = SubjectIdField
 
 
+class EventTypeField(PresentValueMixin, forms.CharField):
+    def __init__(self, **kwargs):
+        super().__init__(
+            strip=False,
+            max_length=TYPE_MAX_LENGTH,
+            error_messages={"max_length": f"must be at most {TYPE_MAX_LENGTH} characters"},
+            **kwargs,
+        )
+
+    def validate(self, value):
+        super().validate(value)
+        if "*" in value[:-1]:
+            raise forms.ValidationError("may hold one '*', as its last character only")
+
+
+@extend_schema_field(TYPE_SCHEMA)
+class EventTypeFilter(django_filters.CharFilter):
+    field_class = EventTypeField
+
+    def filter(self, qs, value):
+        if value.endswith("*"):
+            return qs.filter(type__startswith=value[:-1]) if value != "*" else qs
+        return super().filter(qs, value)
+
+
 class EventFilter(django_filters.FilterSet):
-    type = RegisteredNameFilter(
-        field_name="type",
-        names=EVENT_TYPES,
-        description="Only events of this registered type.",
-    )
-    subject_type = RegisteredNameFilter(
-        field_name="subject_type",
-        names=SUBJECT_TYPES,
-        description="Only events about this kind of subject.",
-    )
+    type = EventTypeFilter()  # described by TYPE_SCHEMA
+    subject_type = SubjectTypeFilter(
+        choices=[(name, name) for name in sorted(SUBJECT_TYPES)],
+        error_messages={"invalid_choice": f"must be one of {', '.join(sorted(SUBJECT_TYPES))}"},
+    )  # described by SUBJECT_TYPE_SCHEMA
     subject_id = SubjectIdFilter()  # described by SUBJECT_ID_SCHEMA
-
-    class Meta:
-        model = Event
-        fields = ["type", "subject_type", "subject_id"]
-
-    def journal_filters(self) -> dict[str, str]:
-        """The filters the client set, as the journal cursor is bound to them."""
-        return {name: value for name, value in self.form.cleaned_data.items() if value}
-
-
-class JournalFilterBackend(DjangoFilterBackend):
-    """DjangoFilterBackend that also hands the view the filters it applied: the journal cursor
-    is bound to exactly that filter set (events/cursors.py), so the paginator needs them."""
-
-    def filter_queryset(self, request, queryset, view):
-        filterset = self.get_filterset(request, queryset, view)
-        if not filterset.is_valid():
-            raise utils.translate_validation(filterset.errors)
-        view.journal_filters = filterset.journal_filters()
-        return filterset.qs

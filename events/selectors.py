@@ -6,12 +6,7 @@ from django.db.models import QuerySet
 from config.api.errors import CursorExpired
 from events.cursors import JournalCursor, JournalPosition
 from events.models import Event, EventPruneMark
-from events.positions import (
-    TransactionHorizon,
-    transaction_horizon_now,
-    uses_transaction_horizon,
-)
-from orders.selectors import order_get
+from events.positions import TransactionHorizon, transaction_horizon_now
 
 
 @dataclass(frozen=True)
@@ -19,21 +14,6 @@ class JournalPage:
     events: list[Event]
     next_cursor: JournalCursor
     has_more: bool
-
-
-def journal_events(*, store) -> QuerySet[Event]:
-    """The store's journal, for the list views to filter and `journal_page` to page over."""
-    return Event.objects.filter(store=store)
-
-
-def order_journal_filters(*, store, order_id: int) -> dict[str, str]:
-    """The journal filters of one order of the store (404 for an unknown or foreign order).
-
-    `/api/v2/orders/{order}/events` is `/api/v2/events` under exactly these filters, so the
-    cursors of one work on the other with the same filters (events/cursors.py binds them).
-    """
-    order = order_get(store=store, order_id=order_id)
-    return {"subject_type": "order", "subject_id": str(order.pk)}
 
 
 def journal_page(
@@ -49,15 +29,14 @@ def journal_page(
     # Read before the page: every deletion it covers is already invisible to the page.
     mark_before = prune_mark_of(store)
     # Read before the page too (see transaction_horizon_now): all below it is final by then.
-    horizon = transaction_horizon_now() if uses_transaction_horizon() else None
+    horizon = transaction_horizon_now()
     position = cursor.position if cursor else None
     if position is not None:
         events = events.filter(txid__gte=position.txid)
         if position.event_id:  # "" is a scanned-through position: every id of txid is ahead
             events = events.exclude(txid=position.txid, id__lte=position.event_id)
-    if uses_transaction_horizon():
-        # The horizon and the rows come from one statement, hence one snapshot.
-        events = events.filter(txid__lt=TransactionHorizon())
+    # The horizon and the rows come from one statement, hence one snapshot.
+    events = events.filter(txid__lt=TransactionHorizon())
     rows = list(events.order_by("txid", "id")[: limit + 1])
     if cursor is not None:
         # Read after the page: a prune that committed meanwhile is seen here at the latest.
@@ -81,7 +60,7 @@ def _next_position(
     rows: list[Event],
     *,
     limit: int,
-    horizon: int | None,
+    horizon: int,
 ) -> JournalPosition | None:
     """How far the client has now seen the journal under its filters.
 
@@ -98,7 +77,7 @@ def _next_position(
         candidates.append(JournalPosition(txid=page[-1].txid, event_id=page[-1].id))
     if len(rows) > limit:
         candidates.append(JournalPosition(txid=rows[limit].txid, event_id=""))
-    elif horizon is not None:
+    else:
         candidates.append(JournalPosition(txid=horizon, event_id=""))
     return max(candidates, default=None)
 

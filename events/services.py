@@ -10,7 +10,6 @@ from django.utils import timezone
 from config import metrics
 from events import subscribers
 from events.models import Event, EventPruneMark
-from events.positions import txid_for_insert
 from events.registry import event_type_get
 
 logger = logging.getLogger(__name__)
@@ -35,10 +34,6 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
             raise ValueError(f"{type} needs data[{name!r}] of type {kind.__name__}")
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events.record must run inside the transaction of the change")
-    position = {}
-    txid = txid_for_insert(Event)
-    if txid is not None:
-        position["txid"] = txid
     event = Event.objects.create(
         store=store,
         type=event_type.type,
@@ -46,7 +41,6 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
         subject_type=subject_type,
         subject_id=str(subject_id),
         data=data,
-        **position,
     )
     # Same transaction: what a subscriber writes (a pending webhook delivery) exists iff the
     # event does.

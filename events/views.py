@@ -1,21 +1,13 @@
-from drf_spectacular.utils import (
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_view,
-)
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 
 from config.api.schema import STORE_HEADER_PARAMETER, error_responses
-from events.filters import EventFilter, JournalFilterBackend
+from events.filters import EventFilter
 from events.models import Event
 from events.pagination import JournalPagination
-from events.selectors import journal_events, order_journal_filters
 from events.serializers import CursorExpiredSchema, EventSerializer
 from stores.access import StorePermission
-
-# The router's pattern alone would make it a string of digits.
-ORDER_PATH_PARAMETER = OpenApiParameter("order", int, OpenApiParameter.PATH)
 
 
 def journal_schema(
@@ -37,14 +29,28 @@ def journal_schema(
 
 
 class JournalViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    """A list of the store's event journal; `journal_filters` are the filters it applies, to
-    which `JournalPagination` binds the cursor."""
+    """A list of the store's event journal. `JournalPagination` binds its cursor to
+    `journal_filters`, the filters the request applies."""
 
     permission_classes = [StorePermission]
     permission_area = "event"
-    queryset = Event.objects.none()  # the model, for the schema; get_queryset scopes it
+    queryset = Event.objects.all()
     serializer_class = EventSerializer
     pagination_class = JournalPagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = None
+
+    def get_queryset(self):
+        return super().get_queryset().filter(store=self.request.store)
+
+    @property
+    def journal_filters(self) -> dict[str, str]:
+        """The FilterSet's parameters the request set. DjangoFilterBackend has validated them
+        (422 otherwise) before the paginator asks, and the fields do not strip, so the raw
+        values are the cleaned ones."""
+        names = self.filterset_class.base_filters if self.filterset_class else ()
+        params = self.request.query_params
+        return {name: params[name] for name in names if name in params}
 
 
 @extend_schema_view(
@@ -56,26 +62,4 @@ class JournalViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     )
 )
 class EventViewSet(JournalViewSet):
-    filter_backends = [JournalFilterBackend]
     filterset_class = EventFilter
-
-    def get_queryset(self):
-        return journal_events(store=self.request.store)
-
-
-@extend_schema_view(
-    list=journal_schema(
-        operation_id="order_events_list",
-        summary="Poll the events of one order",
-        description="The event journal restricted to one order of the store (404 for an "
-        "unknown order or another store's).",
-        statuses=[404],
-        parameters=[ORDER_PATH_PARAMETER],
-    )
-)
-class OrderEventViewSet(JournalViewSet):
-    def get_queryset(self):
-        self.journal_filters = order_journal_filters(
-            store=self.request.store, order_id=int(self.kwargs["order"])
-        )
-        return journal_events(store=self.request.store).filter(**self.journal_filters)

@@ -3,5 +3,8 @@ from orders import views
 
 router = ApiRouter()
 router.register("invoices", views.InvoiceV2ViewSet, basename="v2-invoice")
+router.register(
+    r"orders/(?P<order>[0-9]+)/events", views.OrderEventViewSet, basename="order-events"
+)
 
 urlpatterns = router.urls

@@ -1,10 +1,13 @@
-from drf_spectacular.utils import extend_schema, extend_schema_view
+import functools
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 
 from config.api.pagination import LaravelPagination
 from config.api.schema import STORE_HEADER_PARAMETER, error_responses
+from events.views import JournalViewSet, journal_schema
 from orders.models import Order
-from orders.selectors import orders_of_store
+from orders.selectors import order_journal_filters, orders_of_store
 from orders.serializers import InvoiceV1Serializer, InvoiceV2Serializer
 from stores.access import ApiKeyOnly, StorePermission
 
@@ -50,3 +53,25 @@ class InvoiceV1ViewSet(InvoiceViewSet):
 class InvoiceV2ViewSet(InvoiceViewSet):
     serializer_class = InvoiceV2Serializer
     pagination_class = LaravelPagination.documented_at("/api/v2/invoices")
+
+
+@extend_schema_view(
+    list=journal_schema(
+        operation_id="order_events_list",
+        summary="Poll the events of one order",
+        description="The event journal restricted to one order of the store (404 for an "
+        "unknown order or another store's).",
+        statuses=[404],
+        # The router's pattern alone would make it a string of digits.
+        parameters=[OpenApiParameter("order", int, OpenApiParameter.PATH)],
+    )
+)
+class OrderEventViewSet(JournalViewSet):
+    """The event journal (events/views.py) under the filters of one order."""
+
+    @functools.cached_property
+    def journal_filters(self) -> dict[str, str]:
+        return order_journal_filters(store=self.request.store, order_id=int(self.kwargs["order"]))
+
+    def get_queryset(self):
+        return super().get_queryset().filter(**self.journal_filters)

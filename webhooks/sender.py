@@ -41,7 +41,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.util import connection as urllib3_connection
 
-from webhooks.addresses import DestinationRefused, address_check, resolve
+from webhooks.addresses import DestinationRefused, address_check, resolve, url_origin
 
 logger = logging.getLogger(__name__)
 
@@ -339,6 +339,19 @@ def _timeout_error(deadline: AttemptDeadline) -> str:
     return f"timeout: no complete answer within {deadline.seconds:g} s"
 
 
+def _failure_kind(error: requests.RequestException, reason) -> str:
+    """What went wrong, in words that hold nothing of the URL (`reason`: urllib3's cause)."""
+    if isinstance(error, requests.exceptions.SSLError):
+        return "TLS error"
+    if isinstance(error, requests.Timeout):
+        return "connect timeout" if isinstance(error, requests.ConnectTimeout) else "timeout"
+    if isinstance(reason, NameResolutionError):
+        return "DNS failure"
+    if isinstance(getattr(reason, "__cause__", None), ConnectionRefusedError):
+        return "connection refused"
+    return "connection error" if isinstance(error, requests.ConnectionError) else "request error"
+
+
 def _post(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendResult:
     timestamp = int(time.time())
     headers = {
@@ -364,17 +377,14 @@ def _post(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> Send
             allow_redirects=False,
             stream=True,
         )
-    except requests.ConnectionError as error:
+    except requests.RequestException as error:
         reason = getattr(error.args[0], "reason", None) if error.args else None
         if isinstance(reason, RefusedConnectionError):
             return SendResult(None, None, str(reason).split(": ", 1)[-1], elapsed_ms())
-        if isinstance(error, requests.ConnectTimeout):
-            return SendResult(None, None, "connect timeout", elapsed_ms())
-        return SendResult(None, None, f"connection error: {error}"[:500], elapsed_ms())
-    except requests.Timeout:
-        return SendResult(None, None, "timeout", elapsed_ms())
-    except requests.RequestException as error:
-        return SendResult(None, None, f"request error: {error}"[:500], elapsed_ms())
+        # The kind and the origin only: the exception's text holds the URL's path and query,
+        # which can be a credential (docs/design.md "Webhooks").
+        error_text = f"{_failure_kind(error, reason)}: {url_origin(url)}"
+        return SendResult(None, None, error_text, elapsed_ms())
     deadline = _current_deadline()
     if deadline is not None and deadline.expired:
         # Cut before the head was complete: http.client still hands over the status line it
@@ -384,8 +394,8 @@ def _post(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> Send
     try:
         response_body = _read_limited(response, settings.WEBHOOKS_RESPONSE_BODY_LIMIT)
         error = ""
-    except requests.RequestException as read_error:
-        response_body, error = None, f"reading the response failed: {read_error}"[:500]
+    except requests.RequestException:
+        response_body, error = None, f"reading the response failed: {url_origin(url)}"
     finally:
         response.close()
     retry_after = None

@@ -8,7 +8,13 @@ from rest_framework import serializers
 from config.api.fields import StrictBooleanField, StrictCharField
 from config.api.schema import response_example
 from events.registry import EVENT_TYPES
-from webhooks.addresses import MAX_URL_LENGTH, URL_PATTERN, DestinationRefused, url_check
+from webhooks.addresses import (
+    MAX_URL_LENGTH,
+    URL_PATTERN,
+    DestinationRefused,
+    url_check,
+    url_origin,
+)
 from webhooks.models import WebhookDelivery, WebhookDestination
 
 # Duplicates are accepted (and merged); a longer list is refused.
@@ -115,9 +121,23 @@ class WebhookDeliveryReplaySerializer(ClosedObjectSerializer):
     overridden (spec "Events and deliveries", replay rule 4)."""
 
 
+class DestinationUrlReadField(serializers.CharField):
+    """The URL in full for a reader who may change it (context `url_in_full`); else only its
+    origin, as the delivery list's `destination_origin`: the path and query can be a
+    credential (docs/design.md "Webhooks")."""
+
+    def to_representation(self, url):
+        return url if self.context.get("url_in_full") else url_origin(url)
+
+
 class WebhookDestinationSerializer(serializers.ModelSerializer):
     """The store's destination; the secret is shown only on creation and rotation."""
 
+    url = DestinationUrlReadField(
+        help_text="The full URL for a credential with `webhook:write`; otherwise only its "
+        "origin, scheme://host[:port] (a staff member's key, a `webhook:read` key): the path "
+        "and query can be a credential."
+    )
     disabled_reason = serializers.SerializerMethodField()
     event_types = serializers.ListField(child=serializers.ChoiceField(choices=sorted(EVENT_TYPES)))
 

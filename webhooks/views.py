@@ -24,7 +24,7 @@ from config.api.schema import (
     error_responses,
     response_example,
 )
-from stores.access import StorePermission
+from stores.access import StorePermission, resolve_store_context
 from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
@@ -126,6 +126,12 @@ def idempotent_secret_shown_once(**idempotent_options):
     return decorator
 
 
+def _destination_data(serializer_class, destination, request) -> dict:
+    # The full URL only for who may change it (DestinationUrlReadField).
+    url_in_full = "webhook:write" in resolve_store_context(request).effective_abilities
+    return serializer_class(destination, context={"url_in_full": url_in_full}).data
+
+
 class WebhookAreaMixin:
     permission_classes = [StorePermission]
     permission_area = "webhook"
@@ -140,7 +146,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
         operation_id="webhook_destination_retrieve",
         summary="The store's webhook destination",
         description="The store's one webhook destination, without its signing secret; a 404 "
-        "when none is set.",
+        "when none is set. `url` is the origin only unless the credential has `webhook:write`.",
         responses={
             200: data_envelope("WebhookDestinationResponse", WebhookDestinationSerializer),
             **error_responses(403, 404),
@@ -149,7 +155,9 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     )
     def retrieve(self, request):
         destination = destination_get(store=request.store)
-        return Response({"data": WebhookDestinationSerializer(destination).data})
+        return Response(
+            {"data": _destination_data(WebhookDestinationSerializer, destination, request)}
+        )
 
     @extend_schema(
         operation_id="webhook_destination_put",
@@ -184,9 +192,10 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
         payload.is_valid(raise_exception=True)
         destination, created = destination_put(store=request.store, **payload.validated_data)
         if created:
-            body = WebhookDestinationWithSecretSerializer(destination).data
+            body = _destination_data(WebhookDestinationWithSecretSerializer, destination, request)
             return Response({"data": body}, status=status.HTTP_201_CREATED)
-        return Response({"data": WebhookDestinationSerializer(destination).data})
+        body = _destination_data(WebhookDestinationSerializer, destination, request)
+        return Response({"data": body})
 
     @extend_schema(
         operation_id="webhook_destination_delete",
@@ -226,7 +235,8 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     @action(detail=False, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request):
         destination = destination_secret_rotate(store=request.store)
-        return Response({"data": WebhookDestinationWithSecretSerializer(destination).data})
+        body = _destination_data(WebhookDestinationWithSecretSerializer, destination, request)
+        return Response({"data": body})
 
 
 @extend_schema(parameters=[STORE_HEADER_PARAMETER])

@@ -13,8 +13,6 @@ import os
 from django.core.exceptions import ImproperlyConfigured
 from prometheus_client import Counter, values
 
-from events.registry import EVENT_TYPES
-
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR") and not values.ValueClass._multiprocess:
     # This process's counts would be missing from every scrape, silently.
     raise ImproperlyConfigured(
@@ -119,9 +117,8 @@ def rate_limit_refused(bucket: str) -> None:
     RATE_LIMIT_REFUSALS.labels(limit=_known(bucket.partition(":")[0], RATE_LIMITS)).inc()
 
 
-# Every series exists from the start at 0, so rate() and alerts see the first increment.
-for _type in EVENT_TYPES:
-    EVENTS_RECORDED.labels(type=_type)
+# Every series exists from the start at 0, so rate() and alerts see the first increment (the
+# events app creates its types' series: config imports no app).
 for _result in ATTEMPT_RESULTS:
     WEBHOOK_ATTEMPTS.labels(result=_result)
 for _status in FINAL_DELIVERY_STATUSES:

@@ -148,7 +148,7 @@ def test_filters_by_type_subject_type_and_subject_id(auth_client, store):
     ("params", "param"),
     [
         ({"type": "x" * 121}, "type"),
-        ({"type": "order.refunded"}, "type"),
+        ({"type": "order.*.x"}, "type"),
         ({"subject_type": "invoice"}, "subject_type"),
         ({"subject_id": "1" * 101}, "subject_id"),
         ({"subject_id": "a\x00b"}, "subject_id"),

@@ -1,0 +1,130 @@
+"""A stored attempt error names the failure's kind and the destination's origin, never the
+URL's path or query, which can be a credential (issue 23 point 1; docs/decisions/hardening.md
+"Hardening III"). Each kind is a real local failure."""
+
+import socket
+import threading
+
+import pytest
+from django.test import Client
+
+from tests.factories import UserFactory
+from tests.webhooks.conftest import destination_for, record_order_completed
+from tests.webhooks.dns import HOST, FakeDns
+from webhooks.attempts import delivery_send
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
+
+SECRET_PATH = "hook-P4THs3cr3t"
+SECRET_TOKEN = "T0KENs3cr3t"
+
+
+@pytest.fixture(autouse=True)
+def quick_schedule(settings):
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def listener():
+    """A socket that listens and never accepts: the kernel completes the connection, nobody
+    answers."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        yield server.getsockname()[1]
+
+
+@pytest.fixture
+def plain_server():
+    """A plain-text server: whatever a client sends, it answers an HTTP line, never TLS."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+
+    def serve():
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+def secret_url(origin: str) -> str:
+    return f"{origin}/{SECRET_PATH}/x?token={SECRET_TOKEN}"
+
+
+def attempt_error(store, origin: str) -> str:
+    destination_for(store, secret_url(origin))
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    assert delivery_send(delivery_id=delivery.pk) == "pending"
+    return WebhookDeliveryAttempt.objects.get(delivery=delivery).error
+
+
+@pytest.mark.parametrize("private_allowed", [True, False], ids=["dev", "production"])
+def test_the_stored_error_and_the_admin_page_hold_no_path_or_query(
+    store, settings, private_allowed
+):
+    # given a destination whose path and query are credentials, on the discard port
+    destination_for(store, secret_url("http://127.0.0.1:9"))
+    # production refuses the loopback address at send time; development tries it
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = private_allowed
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    # when the attempt fails
+    assert delivery_send(delivery_id=delivery.pk) == "pending"
+
+    # then neither the stored error nor the admin's attempts inline shows a secret
+    error = WebhookDeliveryAttempt.objects.get(delivery=delivery).error
+    assert error
+    assert SECRET_PATH not in error and SECRET_TOKEN not in error
+    admin = Client()
+    admin.force_login(UserFactory(is_staff=True, is_superuser=True))
+    page = admin.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/")
+    assert page.status_code == 200
+    assert error in page.content.decode()
+    assert SECRET_PATH.encode() not in page.content
+    assert SECRET_TOKEN.encode() not in page.content
+
+
+def test_a_closed_port_is_connection_refused(store):
+    port = closed_port()
+    assert attempt_error(store, f"http://127.0.0.1:{port}") == (
+        f"connection refused: http://127.0.0.1:{port}"
+    )
+
+
+def test_an_unresolvable_name_is_a_dns_failure(store, monkeypatch):
+    # the name resolves while the destination is saved, and no longer when it is sent to
+    dns = FakeDns(monkeypatch, "127.0.0.1")
+    destination_for(store, secret_url(f"http://{HOST}:{closed_port()}"))
+    dns.address = None
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    assert delivery_send(delivery_id=delivery.pk) == "pending"
+
+    error = WebhookDeliveryAttempt.objects.get(delivery=delivery).error
+    assert error.startswith(f"DNS failure: http://{HOST}:")
+    assert SECRET_PATH not in error and SECRET_TOKEN not in error
+
+
+def test_a_tls_handshake_against_a_plain_server_is_a_tls_error(store, plain_server):
+    origin = f"https://127.0.0.1:{plain_server}"
+    assert attempt_error(store, origin) == f"TLS error: {origin}"
+
+
+def test_a_server_that_never_answers_is_a_timeout(store, listener):
+    error = attempt_error(store, f"http://127.0.0.1:{listener}")
+    assert error.startswith("timeout")
+    assert SECRET_PATH not in error and SECRET_TOKEN not in error
