@@ -416,7 +416,7 @@ def _paths() -> dict:
                             "Content-Security-Policy": _header({"type": "string"}, "No script."),
                             "X-Frame-Options": _header({"type": "string", "enum": ["DENY"]}, ""),
                             "Referrer-Policy": _header(
-                                {"type": "string", "enum": ["no-referrer"]}, ""
+                                {"type": "string", "enum": ["same-origin"]}, ""
                             ),
                             "Cache-Control": NO_STORE,
                         },

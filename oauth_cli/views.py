@@ -190,7 +190,14 @@ class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
         # Chrome applies form-action to the redirect after the post, and drops IPv6 literals
         # from source lists as invalid, so an [::1] callback can only be allowed as `http:`.
         form_target = "http:" if origin.startswith("http://[") else origin
-        return _protect_page(response, nonce=context["csp_nonce"], form_target=form_target)
+        # same-origin, not no-referrer: under no-referrer browsers post `Origin: null`, which
+        # Django's CSRF check rightly refuses (docs/design.md "OAuth"); nothing leaves the site.
+        return _protect_page(
+            response,
+            nonce=context["csp_nonce"],
+            form_target=form_target,
+            referrer_policy="same-origin",
+        )
 
     def post(self, request, *args, **kwargs):
         allow = request.POST.get("_method", "").upper() != "DELETE"
@@ -204,11 +211,6 @@ class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
     def _csrf_failure(self, request, form) -> bool:
         """Django's own CSRF check (cookie, origin, referer), reading the token from `_token`."""
         request.META[settings.CSRF_HEADER_NAME] = form.get("_token", "")
-        if request.META.get("HTTP_ORIGIN") == "null":
-            # Under the page's `Referrer-Policy: no-referrer` browsers post an opaque Origin
-            # and no Referer. The token (and the session-bound auth_token) still decide.
-            del request.META["HTTP_ORIGIN"]
-            request.META["HTTP_REFERER"] = request.build_absolute_uri(request.path)
         return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
 
     def _answer(self, request, form, *, allow: bool):
