@@ -86,10 +86,8 @@ def _common_errors() -> dict:
 
 
 # A body over DATA_UPLOAD_MAX_MEMORY_SIZE, refused before the view (config.api.middleware):
-# the envelope on the protocol endpoints, the 413 page on the consent form.
-TOO_LARGE = _json(
-    ENVELOPE_REF, "`request_too_large`: the body is over 2.5 MiB (business envelope)."
-)
+# the OAuth error object on the protocol endpoints, the 413 page on the consent form.
+TOO_LARGE = _json(OAUTH_ERROR_REF, "`invalid_request`: the body is over 2.5 MiB.")
 TOO_LARGE_PAGE = {
     "description": "The body is over 2.5 MiB: the 413 page.",
     "content": {"text/html": {"schema": {"type": "string"}}},
