@@ -26,7 +26,7 @@ def _send(client, method: str, path: str):
 @pytest.mark.parametrize("signed_in_browser", [False, True], ids=["anonymous", "signed-in"])
 @pytest.mark.parametrize(("path", "allow", "method"), WRONG_METHODS)
 def test_wrong_method_is_an_oauth_error_405(user, path, allow, method, signed_in_browser):
-    client = Client()
+    client = Client(enforce_csrf_checks=True)  # the 405 comes before any CSRF check
     if signed_in_browser:
         client.force_login(user)
 
