@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from oauth_cli.authorize import loopback_redirect_uri_problem
-from oauth_cli.schema import LOOPBACK_REDIRECT_URI_PATTERN
+from oauth_cli.serializers import LOOPBACK_REDIRECT_URI_PATTERN
 from oauth_cli.services import cli_application_ensure
 from tests.api.test_settings import run_python
 from tests.oauth_cli.flow import approve, authorize_params, exchange, pkce_pair, refresh
@@ -176,9 +176,16 @@ def _component(schema, name):
     return schema["components"]["schemas"][name]["properties"]
 
 
+def _resolved(schema, node):
+    """`node` with its `$ref` followed (drf-spectacular names bodies and enums as components)."""
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
 def test_oauth_fields_state_their_formats(schema, settings):
     authorize = {p["name"]: p for p in schema["paths"]["/oauth/authorize"]["get"]["parameters"]}
-    assert {name for name, p in authorize.items() if p["required"]} == {
+    assert {name for name, p in authorize.items() if p.get("required")} == {
         "response_type",
         "client_id",
         "redirect_uri",
@@ -196,11 +203,12 @@ def test_oauth_fields_state_their_formats(schema, settings):
     assert authorize["state"]["schema"]["minLength"] == 1
     token = schema["paths"]["/oauth/token"]["post"]["requestBody"]["content"]
     grants = [
-        _component(schema, ref["$ref"].rsplit("/", 1)[1])["grant_type"]["enum"]
-        for ref in token["application/x-www-form-urlencoded"]["schema"]["oneOf"]
+        _resolved(schema, _resolved(schema, ref)["properties"]["grant_type"])["enum"]
+        for ref in _resolved(schema, token["application/x-www-form-urlencoded"]["schema"])["oneOf"]
     ]
     assert grants == [["authorization_code"], ["refresh_token"]]
-    assert _component(schema, "TokenResponse")["token_type"]["enum"] == ["Bearer"]
+    token_type = _component(schema, "TokenResponse")["token_type"]
+    assert _resolved(schema, token_type)["enum"] == ["Bearer"]
 
 
 def test_oauth_token_and_revoke_declare_their_headers(schema):
