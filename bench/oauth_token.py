@@ -11,8 +11,10 @@ throwaway services:
     bin/with-test-services .venv/bin/python bench/oauth_token.py --rotations 400 --rounds 3
 
 Rotations run on one thread, ours and the peer alternating (order swapped every round); the
-ratio is taken from the medians over rounds. It migrates the (throwaway) database named by
-DATABASE_URL and creates users in it.
+ratio is taken from the medians over rounds. `--compare DIR` (repeatable) adds a side per
+checkout: our token view with DIR's validator (bench/oauth_urls.py), interleaved the same way,
+so a validator change is measured before and after in one run against the same peer. It
+migrates the (throwaway) database named by DATABASE_URL and creates users in it.
 """
 
 import argparse
@@ -145,31 +147,40 @@ def rotate_chain(client, token: str, post) -> list[float]:
     return seconds
 
 
-def compare_rotations(rotations: int, rounds: int) -> None:
-    """Ours and the peer interleaved family by family (who goes first alternates), so both
-    see the same load on this shared machine; per round, rotations/s and the median request."""
+def compare_rotations(rotations: int, rounds: int, compared: list[Path]) -> None:
+    """Ours, the compared checkouts and the peer interleaved family by family (who goes first
+    rotates), so all see the same load on this shared machine; per round, rotations/s and the
+    median request."""
     families = max(1, rotations // CHAIN)
     application = peer_application()
 
-    def peer_post(client, token):
-        data = {
-            "grant_type": "refresh_token",
-            "client_id": application.client_id,
-            "refresh_token": token,
-        }
-        return client.post(PEER_URL, data)
+    def post_to(url, client_id):
+        def post(client, token):
+            data = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": token}
+            return client.post(url, data)
 
-    sides = {
-        "ours": (lambda: ours_refresh_tokens(families), refresh),
-        "DOT peer": (lambda: peer_refresh_tokens(application, families), peer_post),
-    }
+        return post
+
+    sides = {"ours": (lambda: ours_refresh_tokens(families), refresh)}
+    for index, directory in enumerate(compared):
+        url = f"/bench/compare-token/{index}"
+        sides[directory.name] = (
+            lambda: ours_refresh_tokens(families),
+            post_to(url, settings.CLI_CLIENT_ID),
+        )
+    sides["DOT peer"] = (
+        lambda: peer_refresh_tokens(application, families),
+        post_to(PEER_URL, application.client_id),
+    )
+    names = list(sides)
     results: dict[str, list[list[float]]] = {name: [] for name in sides}
     for round_number in range(rounds):
         tokens = {name: prepare() for name, (prepare, _post) in sides.items()}
         timings: dict[str, list[float]] = {name: [] for name in sides}
         clients = {name: Client() for name in sides}
         for index in range(families):
-            order = list(sides) if (index + round_number) % 2 == 0 else list(reversed(sides))
+            first = (index + round_number) % len(names)
+            order = names[first:] + names[:first]
             for name in order:
                 timings[name] += rotate_chain(clients[name], tokens[name][index], sides[name][1])
         for name in sides:
@@ -191,14 +202,15 @@ def compare_rotations(rotations: int, rounds: int) -> None:
             f"| {name} | {rates[name]:.1f} | {rounds_text} | {medians[name] * 1000:.2f} "
             f"| {p10 * 1000:.2f} |"
         )
-    per_round_ratio = ", ".join(
-        f"{sum(p) / sum(o):.2f}" for o, p in zip(results["ours"], results["DOT peer"], strict=True)
-    )
-    print(
-        f"ours / peer rotations/s: {rates['ours'] / rates['DOT peer']:.2f} "
-        f"(per round: {per_round_ratio}); peer / ours median request time: "
-        f"{medians['DOT peer'] / medians['ours']:.2f}"
-    )
+    for name in names[1:]:
+        per_round_ratio = ", ".join(
+            f"{sum(t) / sum(o):.2f}" for o, t in zip(results["ours"], results[name], strict=True)
+        )
+        print(
+            f"ours / {name} rotations/s: {rates['ours'] / rates[name]:.2f} "
+            f"(per round: {per_round_ratio}); {name} / ours median request time: "
+            f"{medians[name] / medians['ours']:.2f}"
+        )
 
 
 def fork_check(concurrency: int = 20) -> None:
@@ -231,13 +243,22 @@ def main():
     parser.add_argument("--threads", type=int, default=4, help="for the code exchanges")
     parser.add_argument("--rotations", type=int, default=400, help="per side per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        action="append",
+        default=[],
+        help="a checkout whose oauth_cli/validators.py to measure too (repeatable)",
+    )
     args = parser.parse_args()
+    # Read by bench/oauth_urls.py when the URLconf first loads (the first request).
+    os.environ["BENCH_COMPARE_DIRS"] = os.pathsep.join(str(d.resolve()) for d in args.compare)
     if not settings.DATABASES["default"]["ENGINE"].endswith(".postgresql"):
         sys.exit("Needs PostgreSQL: run under bin/with-test-services.")
     call_command("migrate", verbosity=0)
     call_command("ensure_cli_client", verbosity=0)
     print(f"settings {os.environ['DJANGO_SETTINGS_MODULE']}, threads {args.threads}")
-    compare_rotations(args.rotations, args.rounds)
+    compare_rotations(args.rotations, args.rounds, args.compare)
     bench_exchanges(prepare_codes(args.users), args.threads)
     fork_check()
 

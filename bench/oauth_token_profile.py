@@ -24,7 +24,7 @@ from django.test.utils import CaptureQueriesContext
 FUNCTIONS = (
     r"views.py:\d+\(post\)|authorization_flow_token_response|validate_token_request|"
     r"client_authentication_required|validate_refresh_token|_accept_live_refresh_token|"
-    r"save_bearer_token|_locked_installation|_rotation_write|models.py:\d+\(revoke\)|"
+    r"save_bearer_token|_locked_installation|models.py:\d+\(revoke\)|"
     r"_create_access_token|_create_refresh_token|rate_limit_consume"
 )
 

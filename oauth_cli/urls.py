@@ -1,17 +1,29 @@
 from django.contrib.auth.views import LogoutView
 from django.urls import path
 
-from oauth_cli import views
+from oauth_cli import schema, views
 
 urlpatterns = [
     path(
         ".well-known/oauth-authorization-server",
-        views.authorization_server_metadata,
+        schema.describes(schema.MetadataEndpoint, views.authorization_server_metadata),
         name="oauth-metadata",
     ),
-    path("oauth/authorize", views.CliAuthorizationView.as_view(), name="oauth-authorize"),
-    path("oauth/token", views.CliTokenView.as_view(), name="oauth-token"),
-    path("oauth/revoke", views.CliRevokeTokenView.as_view(), name="oauth-revoke"),
+    path(
+        "oauth/authorize",
+        schema.describes(schema.AuthorizeEndpoint, views.CliAuthorizationView.as_view()),
+        name="oauth-authorize",
+    ),
+    path(
+        "oauth/token",
+        schema.describes(schema.TokenEndpoint, views.CliTokenView.as_view()),
+        name="oauth-token",
+    ),
+    path(
+        "oauth/revoke",
+        schema.describes(schema.RevokeEndpoint, views.CliRevokeTokenView.as_view()),
+        name="oauth-revoke",
+    ),
     path("accounts/login/", views.CliLoginView.as_view(), name="login"),
     path("accounts/logout/", LogoutView.as_view(), name="logout"),
 ]

@@ -3,22 +3,16 @@
 Each hook is small and names the rule it enforces; DOT's flow and models stay as they are.
 """
 
-import json
-from datetime import timedelta
-
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
-from oauth2_provider.exceptions import FatalClientError
 from oauth2_provider.models import (
-    get_access_token_model,
     get_grant_model,
     get_refresh_token_model,
     refresh_token_expire_timedelta,
 )
 from oauth2_provider.oauth2_validators import OAuth2Validator
-from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauth_cli.models import Installation, TokenFamily
@@ -219,15 +213,8 @@ class CliOAuth2Validator(OAuth2Validator):
                 ).first()
                 raise _TokenReplayed(family.pk if family else None)
         elif request.grant_type == "refresh_token":
-            previous = request.refresh_token_instance
-            # The one-statement rotation is PostgreSQL's (data-modifying CTEs); SQLite
-            # (`make run`) takes DOT's own rotation below.
-            if (
-                previous.revoked is None
-                and self.rotate_refresh_token(request)
-                and connection.vendor == "postgresql"
-            ):
-                return self._rotate(token, request, previous)
+            # DOT's rotation would revoke a token a concurrent refresh already revoked as if
+            # it were live, and issue a second successor: under the row lock, that is reuse.
             current = (
                 get_refresh_token_model()
                 .objects.select_for_update()
@@ -236,28 +223,6 @@ class CliOAuth2Validator(OAuth2Validator):
             if current.revoked is not None:
                 raise _TokenReplayed(current.token_family)
         return super()._save_bearer_token(token, request, *args, **kwargs)
-
-    def _rotate(self, token, request, previous):
-        """DOT's rotation of a live refresh token (ROTATE_REFRESH_TOKEN), in one statement
-        (`_rotation_write`). A live token has no successor yet (rotation revokes it in the
-        transaction that creates one), so DOT's grace-period branch cannot apply here."""
-        if "scope" not in token:
-            raise FatalClientError("Failed to renew access token: missing scope")
-        self._check_and_set_request_resource(request)
-        expires = timezone.now() + timedelta(
-            seconds=token.get("expires_in", oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS)
-        )
-        rotated = _rotation_write(
-            previous,
-            access_token=token["access_token"],
-            refresh_token=token["refresh_token"],
-            expires=expires,
-            scope=token["scope"],
-            resource=request.resource,
-        )
-        if not rotated:
-            # Rotated or revoked since validation (a concurrent refresh won): reuse.
-            raise _TokenReplayed(previous.token_family)
 
     def _create_refresh_token(self, request, refresh_token_code, access_token, previous):
         refresh_token = super()._create_refresh_token(
@@ -285,81 +250,9 @@ class CliOAuth2Validator(OAuth2Validator):
 
 
 def _locked_installation(*, user_id: int, application_id: int) -> Installation | None:
-    """The user's installation, row-locked until the transaction ends. A raw queryset: the
-    ORM's `select_for_update().filter().first()` costs ≈ 0.3 ms more per token request
-    (docs/benchmarks/oauth.md). Like the ORM's, the lock is left out where the database has
-    no row locks: SQLite (`make run`) rejects `FOR UPDATE` and serialises writers itself."""
-    table = Installation._meta.db_table
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    locked = Installation.objects.raw(
-        f"SELECT * FROM {table} WHERE user_id = %s AND application_id = %s{lock}",  # noqa: S608
-        [user_id, application_id],
+    """The user's installation, row-locked until the transaction ends."""
+    return (
+        Installation.objects.select_for_update()
+        .filter(user_id=user_id, application_id=application_id)
+        .first()
     )
-    return next(iter(locked), None)
-
-
-def _stored_token(raw: str) -> tuple[str, str]:
-    """(token column, token_checksum) as DOT's `set_token_value` and `TokenChecksumField`
-    store a new token: the column is blank under COMPLIANT_BCP_RFC9700_TOKEN_STORAGE."""
-    column = "" if oauth2_settings.COMPLIANT_BCP_RFC9700_TOKEN_STORAGE else raw
-    return column, token_checksum(raw)
-
-
-def _rotation_write(previous, *, access_token, refresh_token, expires, scope, resource) -> bool:
-    """The rows DOT's rotation writes, in one statement; False (nothing written) when the
-    previous refresh token was no longer live.
-
-    As DOT: the previous refresh token is revoked and loses its access token, which is
-    deleted; a new access token (source: the previous refresh token) and a new refresh token
-    of the same family are inserted. The UPDATE takes the row lock and re-checks
-    `revoked IS NULL` after a concurrent writer committed, so of two rotations of one token
-    exactly one writes. Plain SQL: DOT's ORM path is 11 statements (locks, re-reads, the
-    delete collector, saves); measured in docs/benchmarks/oauth.md."""
-    refresh_tokens = get_refresh_token_model()._meta.db_table
-    access_tokens = get_access_token_model()._meta.db_table
-    access_column, access_checksum = _stored_token(access_token)
-    refresh_column, refresh_checksum = _stored_token(refresh_token)
-    params = {
-        "now": timezone.now(),
-        "previous": previous.pk,
-        "previous_access_token": previous.access_token_id,
-        "access_column": access_column,
-        "access_checksum": access_checksum,
-        "refresh_column": refresh_column,
-        "refresh_checksum": refresh_checksum,
-        "expires": expires,
-        "scope": scope,
-        "resource": json.dumps(resource),
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(  # table names from the models' meta, values as parameters
-            f"""
-            WITH claimed AS (
-                UPDATE {refresh_tokens}
-                SET revoked = %(now)s, updated = %(now)s, access_token_id = NULL
-                WHERE id = %(previous)s AND revoked IS NULL
-                RETURNING id, user_id, application_id, token_family
-            ), dropped AS (
-                DELETE FROM {access_tokens}
-                WHERE id = %(previous_access_token)s AND EXISTS (SELECT 1 FROM claimed)
-            ), issued AS (
-                INSERT INTO {access_tokens} (user_id, source_refresh_token_id, token,
-                    token_checksum, id_token_id, application_id, expires, scope, resource,
-                    created, updated)
-                SELECT user_id, id, %(access_column)s, %(access_checksum)s, NULL,
-                    application_id, %(expires)s, %(scope)s, %(resource)s::jsonb,
-                    %(now)s, %(now)s
-                FROM claimed
-                RETURNING id
-            )
-            INSERT INTO {refresh_tokens} (user_id, token, token_checksum, application_id,
-                access_token_id, token_family, resource, created, updated, revoked)
-            SELECT claimed.user_id, %(refresh_column)s, %(refresh_checksum)s,
-                claimed.application_id, issued.id, claimed.token_family, %(resource)s::jsonb,
-                %(now)s, %(now)s, NULL
-            FROM claimed, issued
-            RETURNING id
-            """,  # noqa: S608
-            params,
-        )
-        return cursor.fetchone() is not None

@@ -1,7 +1,7 @@
 """OAuth protocol endpoints for the official CLI: thin subclasses of DOT's views.
 
-Protocol errors are `{error, error_description}` (RFC 6749 §5.2); rate limits, wrong methods
-and server errors use the business envelope (DESIGN.md "Errors").
+Protocol errors, wrong methods included, are `{error, error_description}` (RFC 6749 §5.2);
+rate limits and server errors use the business envelope (docs/design.md "Errors").
 """
 
 import json
@@ -25,7 +25,6 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 
 from config import metrics
 from config.api.ratelimit import address_rate_limited
-from config.api.views import EnvelopeMethodNotAllowedMixin, require_get
 from oauth_cli.authorize import (
     AuthTokenStoreUnavailable,
     authorize_request_error,
@@ -50,6 +49,20 @@ def oauth_error(request, error: str, description: str, status: int = 400):
     response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"
     return response
+
+
+def method_not_allowed(request, allowed) -> HttpResponse:
+    """405 with `Allow`, as a protocol error (spec "Errors" rule 3), not the envelope."""
+    allow = ", ".join(allowed)
+    description = f"{request.method} is not allowed here; use {allow}."
+    response = oauth_error(request, "invalid_request", description, 405)
+    response["Allow"] = allow
+    return response
+
+
+class OAuthMethodNotAllowedMixin:
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        return method_not_allowed(request, self._allowed_methods())
 
 
 def _protect_page(
@@ -95,9 +108,11 @@ def discovery_document(base: str) -> dict:
     }
 
 
-@require_get
+@csrf_exempt  # changes nothing: an unsafe method gets the 405, not the CSRF check's 403
 def authorization_server_metadata(request):
     """RFC 8414 discovery document."""
+    if request.method not in ("GET", "HEAD"):
+        return method_not_allowed(request, ["GET", "HEAD"])
     limited = rate_limited_response(request, "metadata")
     if limited:
         return limited
@@ -107,7 +122,7 @@ def authorization_server_metadata(request):
 
 
 @method_decorator(csrf_exempt, name="dispatch")  # checked below against the `_token` field
-class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
+class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
     """GET (and HEAD) shows the consent page; POST approves, DELETE (or `_method=DELETE`)
     refuses."""
 
@@ -190,7 +205,14 @@ class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
         # Chrome applies form-action to the redirect after the post, and drops IPv6 literals
         # from source lists as invalid, so an [::1] callback can only be allowed as `http:`.
         form_target = "http:" if origin.startswith("http://[") else origin
-        return _protect_page(response, nonce=context["csp_nonce"], form_target=form_target)
+        # same-origin, not no-referrer: under no-referrer browsers post `Origin: null`, which
+        # Django's CSRF check rightly refuses (docs/design.md "OAuth"); nothing leaves the site.
+        return _protect_page(
+            response,
+            nonce=context["csp_nonce"],
+            form_target=form_target,
+            referrer_policy="same-origin",
+        )
 
     def post(self, request, *args, **kwargs):
         allow = request.POST.get("_method", "").upper() != "DELETE"
@@ -204,11 +226,6 @@ class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
     def _csrf_failure(self, request, form) -> bool:
         """Django's own CSRF check (cookie, origin, referer), reading the token from `_token`."""
         request.META[settings.CSRF_HEADER_NAME] = form.get("_token", "")
-        if request.META.get("HTTP_ORIGIN") == "null":
-            # Under the page's `Referrer-Policy: no-referrer` browsers post an opaque Origin
-            # and no Referer. The token (and the session-bound auth_token) still decide.
-            del request.META["HTTP_ORIGIN"]
-            request.META["HTTP_REFERER"] = request.build_absolute_uri(request.path)
         return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
 
     def _answer(self, request, form, *, allow: bool):
@@ -263,7 +280,7 @@ class CliAuthorizationView(EnvelopeMethodNotAllowedMixin, AuthorizationView):
         return self.redirect(uri, application)
 
 
-class CliTokenView(EnvelopeMethodNotAllowedMixin, TokenView):
+class CliTokenView(OAuthMethodNotAllowedMixin, TokenView):
     """RFC 6749 §4.1.3 and §6, with PKCE (RFC 7636) and rotation; per-IP rate limit."""
 
     http_method_names = ["post"]
@@ -293,7 +310,7 @@ class CliTokenView(EnvelopeMethodNotAllowedMixin, TokenView):
         return response
 
 
-class CliRevokeTokenView(EnvelopeMethodNotAllowedMixin, RevokeTokenView):
+class CliRevokeTokenView(OAuthMethodNotAllowedMixin, RevokeTokenView):
     """RFC 7009; answers `[]` on success, unknown tokens included."""
 
     http_method_names = ["post"]

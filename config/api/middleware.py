@@ -50,7 +50,8 @@ class RequestBodyLimitMiddleware:
     raising RequestDataTooBig wherever that happens: a DRF view answered it as a 500 (reported
     to error tracking), and a form view, the CSRF check or the admin as a 400 logged at ERROR on
     `django.security`. Here the size is known before any of them runs, for every path: the
-    envelope for the API and the OAuth protocol endpoints, an HTML page elsewhere.
+    envelope for the API, the OAuth error object on the OAuth protocol endpoints, an HTML page
+    elsewhere.
 
     A body without Content-Length is chunked (HTTP/1.1). Django's WSGI request reads no body
     then (it reads CONTENT_LENGTH bytes), so such a body used to reach views empty. When the
@@ -87,16 +88,21 @@ def _body_length(request, limit: int) -> int:
 
 def body_too_large(request, limit: int):
     # Imported here: this module is imported by the logging setup, before the apps are ready.
-    from config.api.errors import json_error
-    from config.api.views import answers_json, html_error
+    from django.http import JsonResponse
 
+    from config.api.errors import json_error
+    from config.api.views import answers_json, html_error, is_oauth_protocol_path
+
+    message = f"The request body exceeds the limit of {limit} bytes."
+    if is_oauth_protocol_path(request):
+        # RFC 6749 §5.2's object: the envelope is for rate limits and server errors only there
+        # (docs/design.md "Errors").
+        body = {"error": "invalid_request", "error_description": message}
+        response = JsonResponse(body, status=413)
+        response["Cache-Control"] = "no-store"
+        return response
     if answers_json(request):
-        return json_error(
-            request,
-            "request_too_large",
-            f"The request body exceeds the limit of {limit} bytes.",
-            param="body",
-        )
+        return json_error(request, "request_too_large", message, param="body")
     return html_error(request, 413)
 
 

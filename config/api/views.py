@@ -33,31 +33,24 @@ def require_get(view):
     return wrapper
 
 
-class EnvelopeMethodNotAllowedMixin:
-    """For Django class-based views: a method the view does not serve is the envelope's 405
-    with `Allow`, instead of Django's empty one (what `require_get` does for functions)."""
-
-    def http_method_not_allowed(self, request, *args, **kwargs):
-        allow = ", ".join(self._allowed_methods())
-        return json_error(request, "method_not_allowed", headers={"Allow": allow})
-
-
 # The OAuth protocol endpoints answer JSON to programs (RFC 6749 §5.2, RFC 8414); the
 # authorization endpoint is the consent page, for browsers.
 OAUTH_PROTOCOL_URL_NAMES = ("oauth-token", "oauth-revoke", "oauth-metadata")
 
 
-def answers_json(request) -> bool:
-    """Whether an error on this path is the JSON envelope (the API and the OAuth protocol
-    endpoints) or an HTML page (the admin, the sign-in and consent pages, anything else)."""
-    path = request.path_info
-    if path == "/api" or path.startswith("/api/"):
-        return True
+def is_oauth_protocol_path(request) -> bool:
     protocol_paths = set()
     for name in OAUTH_PROTOCOL_URL_NAMES:
         with contextlib.suppress(NoReverseMatch):
             protocol_paths.add(reverse(name))
     return request.path in protocol_paths
+
+
+def answers_json(request) -> bool:
+    """Whether an error on this path is JSON (the API and the OAuth protocol endpoints) or an
+    HTML page (the admin, the sign-in and consent pages, anything else)."""
+    path = request.path_info
+    return path == "/api" or path.startswith("/api/") or is_oauth_protocol_path(request)
 
 
 def html_error(request, status: int, message: str = "") -> HttpResponse:

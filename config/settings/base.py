@@ -234,11 +234,6 @@ SPECTACULAR_SETTINGS = {
         "WebhookDeliveryStatusEnum": "webhooks.models.WebhookDelivery.STATUSES",
         "OrderStatusEnum": "orders.models.Order.STATUS_CHOICES",
     },
-    # The OAuth protocol endpoints are not DRF views: their description is added afterwards.
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "oauth_cli.schema.oauth_protocol_paths",
-    ],
 }
 
 # Per-credential request budget (DESIGN.md "Limits and rate limits").

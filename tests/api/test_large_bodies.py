@@ -1,5 +1,6 @@
 """A body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is a 413 on every path (issue 18 point 9):
-the envelope for the API and the OAuth protocol endpoints, an HTML page elsewhere; never a 500,
+the envelope for the API, the OAuth error object on the OAuth protocol endpoints (spec "Errors"
+rule 3), an HTML page elsewhere; never a 500,
 never reported as an error (test_sentry.py checks error tracking itself)."""
 
 import http.client
@@ -50,6 +51,15 @@ def assert_too_large(response):
     assert str(LIMIT) in body["message"]
 
 
+def assert_oauth_too_large(response):
+    assert response.status_code == 413
+    assert response.json() == {
+        "error": "invalid_request",
+        "error_description": f"The request body exceeds the limit of {LIMIT} bytes.",
+    }
+    assert response["Cache-Control"] == "no-store"
+
+
 def test_limit_is_the_documented_2_5_mib():
     assert LIMIT == 2_621_440
 
@@ -86,7 +96,7 @@ def test_the_size_is_refused_before_the_credential_is_looked_at():
 
 
 @pytest.mark.parametrize("path", ["/oauth/token", "/oauth/revoke"])
-def test_a_form_over_the_limit_on_the_oauth_protocol_endpoints_is_a_413_envelope(
+def test_a_form_over_the_limit_on_the_oauth_protocol_endpoints_is_a_413_oauth_error(
     path,
     signalled,  # noqa: F811
     errors_logged,
@@ -97,7 +107,7 @@ def test_a_form_over_the_limit_on_the_oauth_protocol_endpoints_is_a_413_envelope
         content_type="application/x-www-form-urlencoded",
     )
 
-    assert_too_large(response)
+    assert_oauth_too_large(response)
     assert signalled == []
     assert errors_logged() == []
 
@@ -190,14 +200,14 @@ def test_a_chunked_body_within_the_limit_reaches_the_view():
     assert response.json() == {"data": {"name": "chunked"}}
 
 
-def test_a_chunked_form_over_the_limit_on_the_token_endpoint_is_a_413_envelope():
+def test_a_chunked_form_over_the_limit_on_the_token_endpoint_is_a_413_oauth_error():
     response = chunked_post(
         "/oauth/token",
         form_body(LIMIT + 1, grant_type="refresh_token").encode(),
         content_type="application/x-www-form-urlencoded",
     )
 
-    assert_too_large(response)
+    assert_oauth_too_large(response)
 
 
 # --- error tracking gets none of them -----------------------------------------------------
@@ -316,4 +326,4 @@ def test_production_server_answers_413_to_a_chunked_body_over_the_limit(producti
     )
 
     assert status == 413
-    assert body["code"] == "request_too_large"
+    assert body["error"] == "invalid_request"

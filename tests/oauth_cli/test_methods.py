@@ -1,5 +1,6 @@
-"""HTTP methods on the OAuth endpoints: a wrong one is the business envelope's 405 (DESIGN
-"Errors"), with `Allow`; HEAD answers like GET where GET is served."""
+"""HTTP methods on the OAuth endpoints: a wrong one is a 405 with `Allow` and the OAuth error
+object (spec "Errors" rule 3: the envelope only for rate limits and server errors); HEAD
+answers like GET where GET is served."""
 
 import pytest
 from django.test import Client
@@ -24,8 +25,8 @@ def _send(client, method: str, path: str):
 
 @pytest.mark.parametrize("signed_in_browser", [False, True], ids=["anonymous", "signed-in"])
 @pytest.mark.parametrize(("path", "allow", "method"), WRONG_METHODS)
-def test_wrong_method_is_the_envelope_405(user, path, allow, method, signed_in_browser):
-    client = Client()
+def test_wrong_method_is_an_oauth_error_405(user, path, allow, method, signed_in_browser):
+    client = Client(enforce_csrf_checks=True)  # the 405 comes before any CSRF check
     if signed_in_browser:
         client.force_login(user)
 
@@ -35,20 +36,28 @@ def test_wrong_method_is_the_envelope_405(user, path, allow, method, signed_in_b
     assert response["Allow"] == allow
     if method == "head":
         return  # no body to inspect
-    body = response.json()
-    assert body["type"] == "invalid_request_error"
-    assert body["code"] == "method_not_allowed"
-    assert body["status"] == 405
-    assert body["request_id"].startswith("req_")
-    assert body["request_id"] == response["X-Request-Id"]
-    assert body["docs_url"].endswith("/docs/errors#method_not_allowed")
+    assert response.json() == {
+        "error": "invalid_request",
+        "error_description": f"{method.upper()} is not allowed here; use {allow}.",
+    }
+    assert response["Cache-Control"] == "no-store"
+    assert response["X-Request-Id"].startswith("req_")
 
 
 def test_method_is_checked_before_sign_in_on_authorize(client):
     response = client.put("/oauth/authorize", "auth_token=x", "application/x-www-form-urlencoded")
 
     assert response.status_code == 405
-    assert response.json()["code"] == "method_not_allowed"
+    assert response.json()["error"] == "invalid_request"
+
+
+def test_wrong_method_from_a_browser_on_authorize_is_the_error_page(signed_in):
+    response = signed_in.put("/oauth/authorize", HTTP_ACCEPT="text/html")
+
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD, POST, DELETE"
+    assert response["Content-Type"].startswith("text/html")
+    assert "invalid_request" in response.content.decode()
 
 
 def test_head_on_discovery_answers_like_get_without_a_body(client):
