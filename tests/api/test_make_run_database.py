@@ -100,12 +100,17 @@ def test_commands_join_a_held_server_and_leave_it_running(make_run):
         url = holder.stdout.readline().strip()
         server = postmaster_pid(make_run)
 
-        # when: a command runs beside it
+        # when: commands run beside it, dbshell on a machine without a psql of its own
         vendor, host, _ = shell(make_run)
+        without_psql = {**make_run, "PATH": os.path.dirname(sys.executable)}
+        dbshell = manage(
+            "dbshell", "--", "-At", "-c", "SHOW data_directory", environment=without_psql
+        )
 
         # then: the held server answered, and still runs afterwards
         assert url == f"postgres://postgres@/{quote(str(data_dir(make_run)))}/postgres"
         assert (vendor, host) == ("postgresql", str(data_dir(make_run)))
+        assert dbshell.stdout.strip() == str(data_dir(make_run)), dbshell.stderr
         assert postmaster_pid(make_run) == server
         assert running(server)
     finally:
