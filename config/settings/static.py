@@ -9,13 +9,11 @@ are therefore cached for a year.
 
 from pathlib import Path
 
-from config.settings.env import env
-
-_BASE_DIR = Path(__file__).resolve().parent.parent.parent
+from config.settings.env import BASE_DIR, env
 
 STATIC_URL = "static/"
 # Where collectstatic writes and WhiteNoise reads; the image bakes it in at build time.
-STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(_BASE_DIR / "staticfiles")))
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -1,6 +1,13 @@
 import os
 import tempfile
 
+# The suite runs on real PostgreSQL and Redis (bin/with-test-services starts both).
+if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
+    raise RuntimeError(
+        "The suite runs on real PostgreSQL and Redis: use `make test` (it starts both), "
+        "or export DATABASE_URL=postgres://... and REDIS_URL=redis://..."
+    )
+
 # The suite's own metrics directory, shared with the Celery worker it starts (which inherits the
 # environment); set before base.py, whose default is the repository's var/.
 os.environ.setdefault(
@@ -9,14 +16,8 @@ os.environ.setdefault(
 )
 
 from config.settings.base import *  # noqa: F403
-from config.settings.base import CELERY_BEAT_SCHEDULE, DATABASES, REDIS_URL
+from config.settings.base import CELERY_BEAT_SCHEDULE, DATABASES
 from config.settings.health import worker_heartbeat_schedule
-
-if not DATABASES["default"]["ENGINE"].endswith(".postgresql") or not REDIS_URL:
-    raise RuntimeError(
-        "The suite runs on real PostgreSQL and Redis: use `make test` (it starts both), "
-        "or export DATABASE_URL=postgres://... and REDIS_URL=redis://..."
-    )
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

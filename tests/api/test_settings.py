@@ -106,7 +106,7 @@ def test_the_embedded_broker_keeps_its_files_under_the_var_dir(tmp_path):
     var_dir, cwd = tmp_path / "var", tmp_path / "cwd"
     (var_dir / "broker" / "processed").mkdir(parents=True)
     cwd.mkdir()
-    environment = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    environment = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     environment.update(
         DJANGO_SETTINGS_MODULE="config.settings.dev",
         STOREFRONT_VAR_DIR=str(var_dir),
@@ -287,6 +287,7 @@ def dev_environment(**env) -> dict:
         ("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "maybe"),
         ("DATABASE_URL", "postgress://storefront:pw@db:5432/storefront"),
         ("DATABASE_URL", "storefront.sqlite3"),
+        ("DATABASE_URL", ""),
         ("DATABASE_URL", "postgres://storefront:pw@db:port/storefront"),
         ("DATABASE_URL", "postgres://storefront:pw@db:5432"),
         ("DATABASE_CONN_MAX_AGE", "60s"),
@@ -306,6 +307,24 @@ def test_a_malformed_value_stops_the_process_naming_the_variable(name, value):
 
     assert result.returncode != 0
     assert f"ImproperlyConfigured: {name}" in result.stderr
+
+
+@pytest.mark.parametrize("module", ["dev", "test", "production"])
+@pytest.mark.parametrize(
+    "url", ["sqlite:///var/storefront.sqlite3", "mysql://storefront:pw@db:3306/storefront"]
+)
+def test_every_settings_module_refuses_a_database_other_than_postgresql(module, url):
+    environment = production_environment(
+        DJANGO_SETTINGS_MODULE=f"config.settings.{module}", DATABASE_URL=url
+    )
+
+    result = run_python(LOAD_SETTINGS, env=environment)
+
+    assert result.returncode != 0
+    assert (
+        "ImproperlyConfigured: DATABASE_URL is not a PostgreSQL URL "
+        "(postgres://user:password@host:5432/name): Storefront runs on PostgreSQL only."
+    ) in result.stderr
 
 
 def test_production_refuses_a_malformed_security_switch():
@@ -372,10 +391,11 @@ def test_well_formed_values_are_read():
 
 
 def test_unset_variables_keep_their_defaults(tmp_path):
+    # DATABASE_URL stays (the suite's): without it the dev settings start `make run`'s
+    # PostgreSQL (tests/api/test_make_run_database.py).
     names = (
         "DEBUG",
         "SECURE_COOKIES",
-        "DATABASE_URL",
         "DATABASE_CONN_MAX_AGE",
         "REDIS_URL",
         "ALLOWED_HOSTS",
@@ -415,9 +435,9 @@ def test_unset_variables_keep_their_defaults(tmp_path):
         "WEBHOOKS_TIMEOUT_SECONDS": 10,
         "WEBHOOKS_RETRY_SCHEDULE_SECONDS": [5, 300, 1800, 7200, 18000, 36000, 36000],
     }
-    assert database["ENGINE"] == "django_prometheus.db.backends.sqlite3"
-    assert database["NAME"] == str(tmp_path / "storefront.sqlite3")
+    assert database["ENGINE"] == "config.postgresql"
     assert database["CONN_MAX_AGE"] == 60
+    assert database["OPTIONS"]["keepalives_idle"] == 60
 
 
 @pytest.mark.parametrize(
