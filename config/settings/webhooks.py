@@ -21,7 +21,7 @@ WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
 # A claimed delivery belongs to its worker this long; longer than any attempt can take
 # (connect + read timeouts plus margin), so two workers never send the same attempt. A send
-# slot is leased as long (webhooks/slots.py): the slots of a worker that died come back then.
+# slot is leased as long (webhooks/attempts.py): the slots of a worker that died come back then.
 WEBHOOKS_LEASE_SECONDS = env.seconds("WEBHOOKS_LEASE_SECONDS", 60)
 # A destination's drain (one task sending its due deliveries in turn) claims no more after
 # this long and queues its successor, so one backlog does not hold a worker process for long.
