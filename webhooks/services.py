@@ -208,7 +208,7 @@ def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) ->
 # New deliveries are sent by a drain of their destination (attempts.destination_drain), which
 # claims and sends due deliveries one after another. A marker in the cache says "a drain of this
 # destination is queued or running"; while it is set, new deliveries queue nothing. It expires
-# after WEBHOOKS_LEASE_SECONDS (a drain's time limit), so a killed worker's marker goes away.
+# after WEBHOOKS_LEASE_SECONDS (past a drain's time limit), so a killed worker's marker goes away.
 
 
 def _drain_marker_key(destination_id) -> str:
