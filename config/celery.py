@@ -35,10 +35,9 @@ def _logging_from_django_settings(**kwargs):
 
 @worker_init.connect
 def _webhooks_workers_enforce_time_limits(sender, **kwargs):
-    """A worker that consumes the webhooks queue must kill a send at its hard time limit, a
-    margin before its leases run out (docs/design.md "Webhooks"): it does not start on a pool
-    that enforces no hard limits (all but prefork) or on timings the system checks tagged
-    `webhooks` refuse."""
+    """A webhooks worker must kill a send at its hard time limit, a margin before its leases run
+    out (docs/design.md "Webhooks"): not on a pool without hard limits (all but prefork), nor
+    on timings the checks tagged `webhooks` refuse."""
     from celery.concurrency import get_implementation
     from celery.concurrency.prefork import TaskPool
     from django.conf import settings

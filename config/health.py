@@ -140,8 +140,7 @@ STATUS_CHECKS = {
 
 
 def status_check_add(name: str, check) -> None:
-    """Adds a /status check that reads the database: apps add theirs in AppConfig.ready
-    (webhooks: its backlog), as config imports no app."""
+    """A /status check reading the database, added in an AppConfig.ready (config imports no app)."""
     STATUS_CHECKS[name] = _using_database(check)
 
 

@@ -24,10 +24,6 @@ logger = logging.getLogger(__name__)
 STATEMENT_TIMEOUT_MS = 2000
 
 
-def pending_deliveries():
-    return WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_PENDING)
-
-
 def oldest_due_age_seconds(now) -> float:
     """Seconds since the oldest due delivery became due (0 when none is due): the first entry
     of delivery_due_idx."""
@@ -61,7 +57,10 @@ def backlog_read(now) -> dict:
         reason = reason or WebhookDestination.DISABLED_BY_USER  # turned off in the admin
         disabled_by_reason[reason] = disabled_by_reason.get(reason, 0) + 1
     return {
-        "pending": pending_deliveries().order_by().values("pk")[:cap].count(),
+        "pending": WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_PENDING)
+        .order_by()
+        .values("pk")[:cap]
+        .count(),
         "due": WebhookDelivery.objects.due(now).order_by().values("pk")[:cap].count(),
         "oldest_due_age_seconds": oldest_due_age_seconds(now),
         "disabled_destinations": disabled_by_reason,

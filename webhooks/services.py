@@ -194,14 +194,8 @@ def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None 
 def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) -> bool:
     """Queues one send task per delivery (retries, the sweeper); a broker outage is logged,
     not raised: the sweeper catches up."""
-    queued = _tasks_publish(
-        DELIVERY_SEND_TASK,
-        [[str(delivery_id)] for delivery_id in delivery_ids],
-        countdown=countdown,
-    )
-    if not queued:
-        logger.debug("%d webhook deliveries not queued", len(delivery_ids))
-    return queued
+    args_list = [[str(delivery_id)] for delivery_id in delivery_ids]
+    return _tasks_publish(DELIVERY_SEND_TASK, args_list, countdown=countdown)
 
 
 # --- deliveries: one drain per destination --------------------------------------------------
@@ -215,12 +209,9 @@ def _drain_marker_key(destination_id) -> str:
     return f"webhooks:drain:{destination_id}"
 
 
-def _drain_enqueue(destination_id) -> bool:
-    if _tasks_publish(DESTINATION_DRAIN_TASK, [[destination_id]]):
-        return True
-    logger.debug("webhook destination %s: drain not queued", destination_id)
-    destination_drain_marker_clear(destination_id)
-    return False
+def _drain_enqueue(destination_id) -> None:
+    if not _tasks_publish(DESTINATION_DRAIN_TASK, [[destination_id]]):
+        destination_drain_marker_clear(destination_id)  # so the next delivery tries again
 
 
 def destination_drain_request(destination_id) -> None:
