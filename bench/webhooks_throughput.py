@@ -3,10 +3,15 @@ latency (event commit -> receiver) at a steady rate.
 
 Run (starts throwaway PostgreSQL and Redis):
     bin/with-test-services .venv/bin/python bench/webhooks_throughput.py \
-        [--events 2000] [--stores 4] [--rate 50 --seconds 10] [--pool prefork|solo|threads]
+        [--events 2000] [--stores 4] [--rate 50 --seconds 10] [--rounds 1] [--processes 1 2] \
+        [--compare DIR ...]
 
 The receiver is a separate process answering 200 at once (HTTP/1.1 keep-alive); it logs the
-arrival time of each `webhook-id`. Workers are real `celery -A config worker` processes.
+arrival time of each `webhook-id`. Workers are real `celery -A config worker` processes (the
+prefork pool: a webhooks worker refuses any other). With `--compare DIR` (another checkout,
+e.g. the code before a change; its `.venv`, or this one's when it has none), each round
+measures that checkout's workers too, in turn with this one's, against the same database,
+broker and receiver; the medians and their ratio to this checkout are printed at the end.
 """
 
 import argparse
@@ -30,57 +35,40 @@ os.environ.setdefault("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "true")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 
-# --pool threads: each process executes tasks on this many threads (database and HTTP waits
-# overlap; Python work still takes turns on the GIL).
-THREADS_PER_PROCESS = 4
+def start_workers(processes: int, log_dir: Path, checkout: Path) -> subprocess.Popen:
+    """One prefork worker with `processes` pool processes, running `checkout`'s code."""
+    venv = checkout / ".venv" if (checkout / ".venv").exists() else BASE_DIR / ".venv"
+    command = [
+        str(venv / "bin" / "celery"),
+        *("-A", "config", "worker", "--without-gossip", "--without-mingle", "-l", "WARNING"),
+        f"--concurrency={processes}",
+    ]
+    log = open(log_dir / f"worker-{time.time()}.log", "wb")  # noqa: SIM115
+    return subprocess.Popen(
+        command,
+        cwd=checkout,
+        # Its code first, before an editable install of another checkout.
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
-def start_workers(processes: int, pool: str, log_dir: Path) -> list[subprocess.Popen]:
-    """`processes` processes that execute tasks: one prefork worker with that concurrency, or
-    that many solo workers (each executes tasks in its own main process)."""
-    celery = str(Path(sys.executable).parent / "celery")
-    common = ["-A", "config", "worker", "--without-gossip", "--without-mingle", "-l", "WARNING"]
-    if pool == "prefork":
-        commands = [[celery, *common, f"--concurrency={processes}"]]
-    elif pool == "threads":
-        commands = [
-            [
-                celery,
-                *common,
-                "--pool=threads",
-                f"--concurrency={THREADS_PER_PROCESS}",
-                "-n",
-                f"threads{n}@%h",
-            ]
-            for n in range(processes)
-        ]
-    else:
-        commands = [[celery, *common, "--pool=solo", "-n", f"solo{n}@%h"] for n in range(processes)]
-    workers = []
-    for command in commands:
-        log = open(log_dir / f"worker-{time.time()}.log", "wb")  # noqa: SIM115
-        workers.append(
-            subprocess.Popen(
-                command, cwd=BASE_DIR, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        )
-    return workers
-
-
-def stop_workers(workers: list[subprocess.Popen]):
-    for process in workers:
-        os.killpg(process.pid, 15)
-    for process in workers:
-        process.wait(timeout=30)
+def stop_workers(worker: subprocess.Popen):
+    os.killpg(worker.pid, 15)
+    worker.wait(timeout=30)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=50.0, help="events/s for the latency run")
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=10.0, help="0: no latency run")
     parser.add_argument("--stores", type=int, default=4, help="stores with a destination each")
-    parser.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--compare", type=Path, action="append", default=[])
     args = parser.parse_args()
 
     import django
@@ -125,34 +113,49 @@ def main():
             )
         return event.id, time.time()
 
-    results = {}
+    checkouts = {"this": BASE_DIR, **{str(path): path.resolve() for path in args.compare}}
+    results = {(label, n): [] for label in checkouts for n in args.processes}
     order = 0
-    for concurrency in (1, 2):
-        # given N queued deliveries and no worker
-        ids = []
-        for _ in range(args.events):
-            order += 1
-            ids.append(record_one(order)[0])
-        # when a worker with `concurrency` processes drains them
-        workers = start_workers(concurrency, args.pool, workdir)
-        deadline = time.time() + 600
-        wanted = set(ids)
-        while time.time() < deadline and not wanted <= set(arrivals(log_path)):
-            time.sleep(0.5)  # reading the receiver's log, not the database the workers use
-        stop_workers(workers)
-        seen = arrivals(log_path)
-        times = sorted(seen[i] for i in ids if i in seen)
-        elapsed = times[-1] - times[0]
-        results[concurrency] = (len(times) - 1) / elapsed
-        print(
-            f"throughput, {concurrency} worker process(es) ({args.pool}): {len(times)} "
-            f"deliveries in {elapsed:.2f}s = {results[concurrency]:.0f}/s "
-            f"({results[concurrency] / concurrency:.0f}/s per process)",
-            flush=True,
-        )
+    for _round in range(args.rounds):
+        for label, checkout in checkouts.items():
+            for concurrency in args.processes:
+                # given N queued deliveries and no worker
+                ids = []
+                for _ in range(args.events):
+                    order += 1
+                    ids.append(record_one(order)[0])
+                # when a worker with `concurrency` processes drains them
+                worker = start_workers(concurrency, workdir, checkout)
+                deadline = time.time() + 600
+                wanted = set(ids)
+                while time.time() < deadline and not wanted <= set(arrivals(log_path)):
+                    time.sleep(0.5)  # reading the receiver's log, not the workers' database
+                stop_workers(worker)
+                seen = arrivals(log_path)
+                times = sorted(seen[i] for i in ids if i in seen)
+                elapsed = times[-1] - times[0]
+                rate = (len(times) - 1) / elapsed
+                results[label, concurrency].append(rate)
+                print(
+                    f"throughput, {label}, {concurrency} worker process(es): {len(times)} "
+                    f"deliveries in {elapsed:.2f}s = {rate:.0f}/s",
+                    flush=True,
+                )
+    for concurrency in args.processes:
+        reference = statistics.median(results["this", concurrency])
+        for label in checkouts:
+            median = statistics.median(results[label, concurrency])
+            print(
+                f"median, {label}, {concurrency} process(es): {median:.0f}/s "
+                f"({median / reference:.2f} x this checkout)",
+                flush=True,
+            )
+    if not args.seconds:
+        receiver.terminate()
+        return
 
     # latency at a steady rate, 2 worker processes already running
-    workers = start_workers(2, args.pool, workdir)
+    workers = start_workers(2, workdir, BASE_DIR)
     time.sleep(5)  # boot
     committed = {}
     interval = 1.0 / args.rate
@@ -176,7 +179,7 @@ def main():
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
     print(
-        f"latency at {args.rate:.0f} events/s for {args.seconds:.0f}s, 2 processes ({args.pool}): "
+        f"latency at {args.rate:.0f} events/s for {args.seconds:.0f}s, 2 processes: "
         f"{len(latencies)} deliveries, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
         f"max {latencies[-1]:.1f} ms, not arrived {missing}",
         flush=True,

@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import setup_logging, task_postrun, task_prerun
+from celery.signals import setup_logging, task_postrun, task_prerun, worker_init
 
 # Secure by default, as manage.py and config.wsgi: `make run` chooses the dev settings.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
@@ -31,3 +31,27 @@ def _logging_from_django_settings(**kwargs):
     from django.conf import settings
 
     dictConfig(settings.LOGGING)
+
+
+@worker_init.connect
+def _webhooks_workers_enforce_time_limits(sender, **kwargs):
+    """A webhooks worker must kill a send at its hard time limit, a margin before its leases run
+    out (docs/design.md "Webhooks"): not on a pool without hard limits (all but prefork), nor
+    on timings the checks tagged `webhooks` refuse."""
+    from celery.concurrency import get_implementation
+    from celery.concurrency.prefork import TaskPool
+    from django.conf import settings
+    from django.core.checks import run_checks
+
+    queue = settings.WEBHOOKS_QUEUE
+    if queue not in sender.app.amqp.queues.consume_from:
+        return
+    if not issubclass(get_implementation(sender.pool_cls), TaskPool):
+        raise SystemExit(
+            f"refusing to start: this worker consumes the {queue!r} queue, whose tasks need "
+            "hard time limits, and only the prefork pool enforces them; start it with "
+            "--pool prefork, or without this queue (-Q)"
+        )
+    errors = [str(message) for message in run_checks(tags=["webhooks"]) if message.is_serious()]
+    if errors:
+        raise SystemExit("refusing to start: " + "; ".join(errors))

@@ -22,7 +22,6 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
-from django.utils import timezone
 
 from config.beat import beat_heartbeat_last
 from config.db import connecting_without_waiting
@@ -128,17 +127,6 @@ def worker_check(queue: str):
     return check
 
 
-def webhook_backlog_check() -> dict:
-    # The same reading as the /metrics gauge (the models are loaded by then, not at import).
-    from config.metrics.backlog import oldest_due_age_seconds
-
-    age = oldest_due_age_seconds(timezone.now())
-    return {
-        "status": OK if age <= settings.HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS else "behind",
-        "oldest_due_seconds": round(age, 1),
-    }
-
-
 READINESS_CHECKS = {
     "database": _using_database(database_check),
     "cache": cache_check,
@@ -148,8 +136,12 @@ STATUS_CHECKS = {
     **READINESS_CHECKS,
     "beat": beat_check,
     **{f"worker_{queue}": worker_check(queue) for queue in settings.WORKER_HEARTBEAT_QUEUES},
-    "webhook_backlog": _using_database(webhook_backlog_check),
 }
+
+
+def status_check_add(name: str, check) -> None:
+    """A /status check reading the database, added in an AppConfig.ready (config imports no app)."""
+    STATUS_CHECKS[name] = _using_database(check)
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,25 @@
-"""Sending deliveries: claim (a lease), one signed POST, and recording the outcome.
+"""A delivery's way through a worker, top to bottom: take the send slots, claim the delivery
+(a lease), send one signed POST, record the outcome, release the slots and wake who waits.
 
-See services.py for the lifecycle; these are the writes of a worker's attempt.
+The two ways in are at the end: `delivery_send` (one delivery: a retry, the sweeper's orphans)
+and `destination_drain` (a destination's due deliveries in turn: new deliveries, wake-ups).
+Creating and queueing deliveries is services.py's; the tasks only call these two.
+
+Send slots bound how many sends are in flight at once (docs/decisions/webhooks.md "Fairness
+between stores"): a send holds, all at once or not at all, one free slot of its destination
+(WEBHOOKS_DESTINATION_CONCURRENCY), one of the account that created its store
+(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its destination is failing (`failing_since` set),
+one of the failing destinations' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
+(models.WebhookSendSlot): a worker that dies gives its slots back when their lease runs out,
+and slots work through any connection pooler, which session advisory locks did not.
 """
 
+import contextlib
 import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -17,9 +30,14 @@ from django.utils import timezone
 from config import metrics
 from config.db import PreparedStatement
 from events.models import Event
+from events.serializers import event_resource
 from webhooks.addresses import url_origin
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
-from webhooks.selectors import deliveries_due
+from webhooks.models import (
+    WebhookDelivery,
+    WebhookDeliveryAttempt,
+    WebhookDestination,
+    WebhookSendSlot,
+)
 from webhooks.sender import SendResult, send
 from webhooks.services import (
     deliveries_enqueue,
@@ -28,55 +46,61 @@ from webhooks.services import (
     destination_enabled_set,
     destination_signing_secrets,
 )
-from webhooks.slots import HeldSlots, destinations_to_wake, slots_held
 
 logger = logging.getLogger(__name__)
-
-# The columns _outcome_record writes, and its PostgreSQL statement (fixed text, parameters only).
-DELIVERY_OUTCOME_COLUMNS = (
-    "status",
-    "response_status",
-    "response_body",
-    "next_attempt_at",
-    "enqueued_at",
-    "lease_until",
-    "lease_token",
-    "updated_at",
-)
-ATTEMPT_OUTCOME_COLUMNS = (
-    "delivery_id",
-    "number",
-    "url",
-    "started_at",
-    "finished_at",
-    "duration_ms",
-    "response_status",
-    "response_body",
-    "error",
-)
-OUTCOME_RECORD_SQL = """
-WITH moved AS (
-    UPDATE webhooks_webhookdelivery
-    SET status = %s, response_status = %s, response_body = %s, next_attempt_at = %s,
-        enqueued_at = %s, lease_until = %s, lease_token = %s, updated_at = %s
-    WHERE id = %s AND lease_token = %s
-    RETURNING id
-)
-INSERT INTO webhooks_webhookdeliveryattempt
-    (delivery_id, number, url, started_at, finished_at, duration_ms, response_status,
-     response_body, error)
-SELECT moved.id, %s, %s, %s, %s, %s, %s, %s, %s FROM moved
-"""
-OUTCOME_RECORD_STATEMENT = PreparedStatement("storefront_delivery_outcome", OUTCOME_RECORD_SQL)
-
 
 ABANDONED_ATTEMPT_ERROR = "abandoned: the worker stopped before an outcome (lease expired)"
 
 
+# --- 1. take the send slots -----------------------------------------------------------------
+
+
+@dataclass
+class HeldSlots:
+    """What a send holds: its slot rows (none for a deleted destination), and what they were
+    taken as, for the wake-ups after their release."""
+
+    slot_ids: list
+    token: uuid.UUID | None = None
+    account_id: int | None = None
+    failing: bool = False
+
+
+# The database function of migration 0007: one free slot of each bound, all or none, in one
+# round trip.
+TAKE_SQL = (
+    "SELECT slot_ids, account_id, failing FROM webhooks_send_slots_take(%s, %s, %s, %s, %s, %s)"
+)
+
+
+def slots_take(destination_id) -> HeldSlots | None:
+    """Takes the slots a send to this destination needs; None when one of them is full."""
+    token = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            TAKE_SQL,
+            [
+                destination_id,
+                token,
+                timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
+                settings.WEBHOOKS_DESTINATION_CONCURRENCY,
+                settings.WEBHOOKS_ACCOUNT_CONCURRENCY,
+                settings.WEBHOOKS_FAILING_CONCURRENCY,
+            ],
+        )
+        slot_ids, account_id, failing = cursor.fetchone()
+    if slot_ids is None:
+        return None
+    return HeldSlots(slot_ids=slot_ids, token=token, account_id=account_id, failing=failing)
+
+
+# --- 2. claim the delivery --------------------------------------------------------------------
+
 # Claims the oldest due, unleased delivery matching {match}, counts its attempt, and reads what
 # the attempt needs, in one round trip. SKIP LOCKED: concurrent claimers take different rows (or
 # none) instead of queueing behind the row another one is claiming; PostgreSQL re-checks the
-# subquery's conditions on the row it locks, so exactly one claimer wins an attempt.
+# subquery's conditions (WebhookDelivery.objects.due) on the row it locks, so exactly one
+# claimer wins an attempt.
 CLAIM_SQL = """
 WITH claimed AS (
     UPDATE webhooks_webhookdelivery AS delivery
@@ -150,44 +174,25 @@ def _delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
     """Leases the oldest due delivery matching `match` (delivery_id= or destination_id=) to
     this worker and counts its attempt; None when there is none (or another worker has it)."""
     ((match_name, match_value),) = match.items()
-    lease_until = now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)
-    if connection.vendor == "postgresql":
-        params = {
-            "lease_until": lease_until,
-            "token": token,
-            "now": now,
-            match_name: match_value,
-        }
-        with connection.cursor() as cursor:
-            CLAIM_STATEMENT_BY[match_name].execute(cursor, params)
-            row = cursor.fetchone()
-        return _claimed_from_row(row) if row else None
-    # SQLite (`make run`): one writer at a time; the conditional UPDATE is the claim.
-    orm_match = {"pk": match_value} if match_name == "delivery_id" else match
-    due = deliveries_due(now=now).filter(**orm_match).order_by("next_attempt_at")
-    candidate = due.values_list("pk", flat=True).first()
-    if candidate is None or not due.filter(pk=candidate).update(
-        lease_until=lease_until, lease_token=token, attempts=F("attempts") + 1, updated_at=now
-    ):
-        return None
-    return WebhookDelivery.objects.select_related("event", "destination").get(pk=candidate)
+    params = {
+        "lease_until": now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
+        "token": token,
+        "now": now,
+        match_name: match_value,
+    }
+    with connection.cursor() as cursor:
+        CLAIM_STATEMENT_BY[match_name].execute(cursor, params)
+        row = cursor.fetchone()
+    return _claimed_from_row(row) if row else None
 
 
 def delivery_claim(
     *, delivery_id=None, destination_id=None
-) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | None:
+) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | bool | None:
     """Leases a due pending delivery (this one, or the destination's oldest due) to this worker
-    and counts its attempt; None if none is due, it is final, or another worker has it.
-
-    A claimed delivery whose destination is disabled or deleted is settled instead (also None).
-    """
-    claim = _delivery_claim_next(delivery_id=delivery_id, destination_id=destination_id)
-    return claim if claim else None
-
-
-def _delivery_claim_next(*, delivery_id=None, destination_id=None):
-    """As delivery_claim, but tells "nothing to claim" (None) from "claimed, then settled
-    without an attempt" (False), so a drain goes on after the latter."""
+    and counts its attempt; returns it with its attempt to make, None if none is due, it is
+    final, or another worker has it, and False when the claimed delivery's destination is
+    disabled or deleted: it is settled without an attempt (a drain goes on after that)."""
     now = timezone.now()
     token = uuid.uuid4()
     # Autocommitted statements, no transaction: the claim is one statement; what follows only
@@ -243,6 +248,60 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
         ],
         ignore_conflicts=True,
     )
+
+
+# --- 3. send --------------------------------------------------------------------------------
+
+
+def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
+    """Sends the claimed delivery once and records the outcome; returns its new status."""
+    body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
+    result = send(
+        url=attempt.url,
+        message_id=delivery.event_id,
+        body=body,
+        secrets=destination_signing_secrets(delivery.destination),
+    )
+    return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
+
+
+# --- 4. record the outcome ----------------------------------------------------------------------
+
+# The columns _outcome_record writes, and its statement (fixed text, parameters only).
+DELIVERY_OUTCOME_COLUMNS = (
+    "status",
+    "response_status",
+    "response_body",
+    "next_attempt_at",
+    "enqueued_at",
+    "lease_until",
+    "lease_token",
+    "updated_at",
+)
+ATTEMPT_OUTCOME_COLUMNS = (
+    "number",
+    "url",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "response_status",
+    "response_body",
+    "error",
+)
+OUTCOME_RECORD_SQL = """
+WITH moved AS (
+    UPDATE webhooks_webhookdelivery
+    SET status = %s, response_status = %s, response_body = %s, next_attempt_at = %s,
+        enqueued_at = %s, lease_until = %s, lease_token = %s, updated_at = %s
+    WHERE id = %s AND lease_token = %s
+    RETURNING id
+)
+INSERT INTO webhooks_webhookdeliveryattempt
+    (delivery_id, number, url, started_at, finished_at, duration_ms, response_status,
+     response_body, error)
+SELECT moved.id, %s, %s, %s, %s, %s, %s, %s, %s FROM moved
+"""
+OUTCOME_RECORD_STATEMENT = PreparedStatement("storefront_delivery_outcome", OUTCOME_RECORD_SQL)
 
 
 def _retry_delay(*, attempts: int, result: SendResult) -> float | None:
@@ -329,22 +388,13 @@ def delivery_attempt_finish(
 
 def _outcome_record(*, delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt, outcome) -> bool:
     """Moves the delivery on and saves the attempt, atomically, if this worker still holds the
-    lease; False otherwise. On PostgreSQL one statement (a data-modifying CTE: one round trip
-    instead of BEGIN, UPDATE, INSERT, COMMIT), elsewhere a transaction."""
-    if connection.vendor != "postgresql":
-        with transaction.atomic():
-            updated = WebhookDelivery.objects.filter(
-                pk=delivery.pk, lease_token=delivery.lease_token
-            ).update(**outcome)
-            if updated:
-                attempt.save(force_insert=True)
-        return bool(updated)
-    attempt_columns = ATTEMPT_OUTCOME_COLUMNS
+    lease; False otherwise. One statement (a data-modifying CTE: one round trip instead of
+    BEGIN, UPDATE, INSERT, COMMIT)."""
     params = [
         *(outcome[column] for column in DELIVERY_OUTCOME_COLUMNS),
         delivery.pk,
         delivery.lease_token,
-        *(getattr(attempt, column) for column in attempt_columns[1:]),
+        *(getattr(attempt, column) for column in ATTEMPT_OUTCOME_COLUMNS),
     ]
     with connection.cursor() as cursor:
         OUTCOME_RECORD_STATEMENT.execute(cursor, params)
@@ -400,20 +450,84 @@ def _destination_health_update(*, destination, result: SendResult, now) -> bool:
     return bool(reason)
 
 
-def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
-    from events.serializers import event_resource
+# --- 5. release the slots and wake who waits ------------------------------------------------
 
-    body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
-    result = send(
-        url=attempt.url,
-        message_id=delivery.event_id,
-        body=body,
-        secrets=destination_signing_secrets(delivery.destination),
+# Given back in the order every taker locks slot rows in (scope, owner, number), so a release
+# and a take never wait for each other in a cycle.
+RELEASE_SQL = """
+UPDATE webhooks_webhooksendslot SET lease_until = NULL, lease_token = NULL
+WHERE id IN (
+    SELECT id FROM webhooks_webhooksendslot
+    WHERE id = ANY(%(slot_ids)s) AND lease_token = %(token)s
+    ORDER BY scope, owner, number
+    FOR UPDATE
+)
+"""
+
+# After a release, in one round trip: whether the destination still has a due delivery
+# (WebhookDelivery.objects.due; the deliveries' leases are in the workers' clock, the slots' in
+# the database's), and the next other destination, in id order after this one and wrapping round
+# (so the waiting ones take turns), that has a due delivery and a free destination slot: one
+# of the same account, and, when a failing slot was released, one of the failing ones.
+DUE_SQL = """EXISTS (
+    SELECT 1 FROM webhooks_webhookdelivery AS due
+    WHERE due.destination_id = {destination} AND due.status = 'pending'
+        AND due.next_attempt_at <= %(now)s
+        AND (due.lease_until IS NULL OR due.lease_until < %(now)s)
+)"""
+WAITING_SQL = """
+SELECT dest.id FROM webhooks_webhookdestination AS dest
+JOIN stores_store AS store ON store.id = dest.store_id
+WHERE {where} AND dest.enabled AND dest.id {after} %(destination)s AND {due}
+    AND (SELECT count(*) FROM webhooks_webhooksendslot AS slot
+         WHERE slot.scope = 1 AND slot.owner = dest.id AND slot.lease_until >= now())
+        < %(destination_slots)s
+ORDER BY dest.id LIMIT 1
+"""
+NEXT_WAITING_SQL = """(
+    SELECT waiting.id FROM (
+        (SELECT * FROM ({after}) AS after_this) UNION ALL (SELECT * FROM ({before}) AS before_this)
+    ) AS waiting
+    LIMIT 1
+)"""
+
+
+def _next_waiting(where: str) -> str:
+    due = DUE_SQL.format(destination="dest.id")
+    return NEXT_WAITING_SQL.format(
+        after=WAITING_SQL.format(where=where, after=">", due=due),
+        before=WAITING_SQL.format(where=where, after="<", due=due),
     )
-    return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
 
 
-def _slot_released(destination_id, held: HeldSlots, *, more_due: bool | None = None) -> None:
+WAKE_SQL = "SELECT {own_due}, {account_next}, CASE WHEN %(failing)s THEN {failing_next} END".format(
+    own_due=DUE_SQL.format(destination="%(destination)s"),
+    account_next=_next_waiting(
+        "(store.created_by_id = %(account)s OR store.id = %(creatorless_store)s)"
+    ),
+    failing_next=_next_waiting("dest.failing_since IS NOT NULL"),
+)
+# Prepared once per database session (config/db.py): planning the wake-up query cost more than
+# running it.
+RELEASE_STATEMENT = PreparedStatement("storefront_send_slots_release", RELEASE_SQL)
+WAKE_STATEMENT = PreparedStatement("storefront_send_slots_wake", WAKE_SQL)
+# The constants written into the SQL above.
+assert WebhookDelivery.STATUS_PENDING == "pending"
+assert WebhookSendSlot.SCOPE_DESTINATION == 1
+
+
+def slots_release(held: HeldSlots) -> None:
+    if not held.slot_ids:
+        return
+    try:
+        with connection.cursor() as cursor:
+            RELEASE_STATEMENT.execute(cursor, {"slot_ids": held.slot_ids, "token": held.token})
+    except Exception:
+        # A broken connection: the leases run out on their own.
+        logger.warning("webhook send slots %s not released; their lease runs out", held.slot_ids)
+
+
+def _destinations_wake(destination_id, held: HeldSlots, *, more_due: bool = False) -> None:
     """After slots are released: a drain or send refused a slot ended without a trace, leaving
     its deliveries to the slot holders; so each holder, once it let go, queues a drain of its
     destination if anything is still due there, and a drain of the next other destination of
@@ -421,12 +535,46 @@ def _slot_released(destination_id, held: HeldSlots, *, more_due: bool | None = N
     after the release closes the gap: whoever was refused this slot was refused before, and
     its deliveries are due now. What a wake-up misses (a slot whose lease ran out) the sweeper
     queues."""
-    own_due, others = destinations_to_wake(destination_id, held)
+    if not held.slot_ids:
+        return  # a deleted destination: nothing to wake
+    with connection.cursor() as cursor:
+        WAKE_STATEMENT.execute(
+            cursor,
+            {
+                "now": timezone.now(),
+                "destination": destination_id,
+                "account": held.account_id,
+                # A store whose creator is gone is its own account, numbered minus its id.
+                "creatorless_store": -held.account_id,
+                "failing": held.failing,
+                "destination_slots": settings.WEBHOOKS_DESTINATION_CONCURRENCY,
+            },
+        )
+        own_due, account_next, failing_next = cursor.fetchone()
     # The others first: they queue ahead of this destination's successor for the freed slot.
-    for other in others:
+    for other in dict.fromkeys(filter(None, (account_next, failing_next))):
         destination_drain_continue(other)
     if more_due or own_due:
         destination_drain_continue(destination_id)
+
+
+@contextlib.contextmanager
+def slots_held(destination_id, *, more_due=lambda: False):
+    """Holds the slots of a send to this destination while the block runs; yields the
+    HeldSlots, or None (holding nothing) when one of its bounds is full. After the block, the
+    slots are released and who waits for them is woken (`more_due()`: whether the block left
+    deliveries it was due to send)."""
+    held = slots_take(destination_id)
+    try:
+        yield held
+    finally:
+        if held is not None:
+            slots_release(held)
+    if held is not None:
+        _destinations_wake(destination_id, held, more_due=more_due())
+
+
+# --- the ways in ----------------------------------------------------------------------------
 
 
 def delivery_send(*, delivery_id) -> str | None:
@@ -439,15 +587,12 @@ def delivery_send(*, delivery_id) -> str | None:
     )
     if destination_id is None:
         # Unknown, or its destination was deleted: the claim settles it without sending.
-        claim = delivery_claim(delivery_id=delivery_id)
-        return _attempt_make(*claim) if claim else None
+        return _attempt_make(*claim) if (claim := delivery_claim(delivery_id=delivery_id)) else None
     with slots_held(destination_id) as held:
         if held is None:
             return None
         claim = delivery_claim(delivery_id=delivery_id)
-        status = _attempt_make(*claim) if claim else None
-    _slot_released(destination_id, held)
-    return status
+        return _attempt_make(*claim) if claim else None
 
 
 def destination_drain(*, destination_id) -> int:
@@ -460,31 +605,27 @@ def destination_drain(*, destination_id) -> int:
     queued) is sent by this drain. Out of time with more due, it queues its successor, which
     goes to the back of the queue: other destinations' work is not held up behind a backlog.
 
-    It sends only while holding its send slots (slots.slots_held); with a bound full it ends at
-    once, and a slot holder queues the next drain (_slot_released).
+    It sends only while holding its send slots; with a bound full it ends at once, and a slot
+    holder queues the next drain (_destinations_wake).
     """
-    with slots_held(destination_id) as held:
-        if held is None:
-            return 0
-        claimed, out_of_time = _destination_drain_slotted(destination_id)
-    _slot_released(destination_id, held, more_due=out_of_time)
-    return claimed
-
-
-def _destination_drain_slotted(destination_id) -> tuple[int, bool]:
     started = time.monotonic()
     claimed = 0
+    out_of_time = False
     marker_held = True
-    while True:
-        if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
-            return claimed, True
-        claim = _delivery_claim_next(destination_id=destination_id)
-        if claim is None:
-            if not marker_held:
-                return claimed, False
-            destination_drain_marker_clear(destination_id)
-            marker_held = False
-            continue
-        claimed += 1
-        if claim:
-            _attempt_make(*claim)
+    with slots_held(destination_id, more_due=lambda: out_of_time) as held:
+        if held is None:
+            return 0
+        while True:
+            if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
+                out_of_time = True
+                return claimed
+            claim = delivery_claim(destination_id=destination_id)
+            if claim is None:
+                if not marker_held:
+                    return claimed
+                destination_drain_marker_clear(destination_id)
+                marker_held = False
+                continue
+            claimed += 1
+            if claim:
+                _attempt_make(*claim)

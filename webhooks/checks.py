@@ -4,40 +4,41 @@ from django.conf import settings
 from django.core import checks
 
 
-@checks.register(checks.Tags.compatibility)
-def lease_outlasts_an_attempt(app_configs, **kwargs):
-    # A delivery's lease must outlast its attempt (WEBHOOKS_TIMEOUT_SECONDS in all, plus the
-    # claim and the outcome), or the sweeper hands a delivery still being sent to a second worker.
-    if settings.WEBHOOKS_LEASE_SECONDS < 2 * settings.WEBHOOKS_TIMEOUT_SECONDS:
-        return [
+@checks.register(checks.Tags.compatibility, "webhooks")
+def leases_outlast_the_sending_tasks(app_configs, **kwargs):
+    # A lease that ends while its task still runs hands the delivery, or the slot, to a second
+    # worker: a double send, one send over a bound (issue 23 point 6).
+    errors = []
+    margin = settings.WEBHOOKS_LEASE_MARGIN_SECONDS
+    if (
+        margin < 2
+        or settings.WEBHOOKS_TIME_LIMIT_SECONDS + margin >= settings.WEBHOOKS_LEASE_SECONDS
+    ):
+        errors.append(
             checks.Error(
-                "WEBHOOKS_LEASE_SECONDS must be at least twice WEBHOOKS_TIMEOUT_SECONDS.",
-                hint="Raise WEBHOOKS_LEASE_SECONDS or lower WEBHOOKS_TIMEOUT_SECONDS.",
+                "WEBHOOKS_LEASE_SECONDS must be more than WEBHOOKS_TIME_LIMIT_SECONDS + "
+                "WEBHOOKS_LEASE_MARGIN_SECONDS, and the margin at least 2 s.",
+                hint="Raise WEBHOOKS_LEASE_SECONDS or lower WEBHOOKS_TIME_LIMIT_SECONDS.",
                 id="webhooks.E001",
             )
-        ]
-    return []
-
-
-@checks.register(checks.Tags.compatibility)
-def drain_ends_within_its_time_limit(app_configs, **kwargs):
+        )
     # A drain's last claim comes at WEBHOOKS_DRAIN_SECONDS and its attempt may take
-    # WEBHOOKS_TIMEOUT_SECONDS: both within the task's time limit (WEBHOOKS_LEASE_SECONDS), or
-    # the limit would regularly kill drains in the middle of an attempt.
+    # WEBHOOKS_TIMEOUT_SECONDS: both within the time limit, or the limit would regularly kill
+    # drains in the middle of an attempt.
     drain_and_attempt = settings.WEBHOOKS_DRAIN_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
-    if drain_and_attempt >= settings.WEBHOOKS_LEASE_SECONDS:
-        return [
+    if drain_and_attempt >= settings.WEBHOOKS_TIME_LIMIT_SECONDS:
+        errors.append(
             checks.Error(
                 "WEBHOOKS_DRAIN_SECONDS + WEBHOOKS_TIMEOUT_SECONDS must be less than "
-                "WEBHOOKS_LEASE_SECONDS.",
-                hint="Lower WEBHOOKS_DRAIN_SECONDS or raise WEBHOOKS_LEASE_SECONDS.",
+                "WEBHOOKS_TIME_LIMIT_SECONDS.",
+                hint="Lower WEBHOOKS_DRAIN_SECONDS or raise WEBHOOKS_TIME_LIMIT_SECONDS.",
                 id="webhooks.E002",
             )
-        ]
-    return []
+        )
+    return errors
 
 
-@checks.register(checks.Tags.compatibility)
+@checks.register(checks.Tags.compatibility, "webhooks")
 def bounded_settings_stay_in_their_bounds(app_configs, **kwargs):
     # The DNS lookup of a destination runs inside a sync web worker (hardening point 4: at most
     # 2 s), and every bound of a send needs at least one slot or nothing is ever sent.

@@ -47,7 +47,7 @@ class WebhookDestination(models.Model):
     class Meta:
         indexes = [
             # A released send slot of the failing destinations' share wakes the next failing
-            # destination in id order (webhooks/slots.py).
+            # destination in id order (webhooks/attempts.py).
             models.Index(
                 fields=["id"],
                 name="destination_failing_idx",
@@ -59,6 +59,15 @@ class WebhookDestination(models.Model):
         # The origin only: the path or query can be a credential (hooks.slack.com/services/...),
         # and this text goes to admin messages (a cookie), LogEntry and delete confirmations.
         return f"{self.store_id} -> {url_origin(self.url)}"
+
+
+class WebhookDeliveryQuerySet(models.QuerySet):
+    def due(self, now):
+        """Pending deliveries whose attempt is due at `now` and that no live lease holds: what a
+        claim may take, what wakes a drain and what the sweeper re-queues."""
+        return self.filter(status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now).filter(
+            models.Q(lease_until__isnull=True) | models.Q(lease_until__lt=now)
+        )
 
 
 class WebhookDelivery(models.Model):
@@ -109,6 +118,8 @@ class WebhookDelivery(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = WebhookDeliveryQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "webhook deliveries"
@@ -195,7 +206,7 @@ class WebhookDeliveryAttempt(models.Model):
 
 
 class WebhookSendSlot(models.Model):
-    """One send slot, leased by the worker sending with it (webhooks/slots.py).
+    """One send slot, leased by the worker sending with it (webhooks/attempts.py).
 
     A send holds one free slot of each of its bounds at once: its destination's
     (WEBHOOKS_DESTINATION_CONCURRENCY), its store's account's (WEBHOOKS_ACCOUNT_CONCURRENCY) and,

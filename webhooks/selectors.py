@@ -3,7 +3,7 @@
 import uuid
 
 from django.db import connection
-from django.db.models import Q, Subquery
+from django.db.models import Subquery
 from django.db.models.functions import Coalesce
 
 from config.api.errors import NotFound
@@ -26,14 +26,6 @@ def destination_secret_get(*, store) -> str | None:
 
 def event_types_list() -> list[EventType]:
     return list(EVENT_TYPES.values())
-
-
-def deliveries_due(*, now):
-    """Pending deliveries whose attempt is due at `now` and that no live lease holds: what a
-    claim may take (the same conditions as attempts.CLAIM_SQL) and what the sweeper re-queues."""
-    return WebhookDelivery.objects.filter(
-        status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now
-    ).filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
 
 
 def deliveries_of_store(*, store):

@@ -7,7 +7,7 @@ retry schedule, then `failed` after the last retry. New deliveries are sent by a
 destination, queued on commit; a retry is queued as its own send task; the beat sweeper queues
 a drain of each destination with a due delivery whose message was lost. Every send holds one
 of its destination's few send slots, one of its account's and, while the destination fails, one
-of the failing destinations' share (webhooks/slots.py), so no store, no account and no set of
+of the failing destinations' share (webhooks/attempts.py), so no store, no account and no set of
 failing receivers fills the workers.
 """
 
@@ -25,15 +25,21 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.api.errors import NotFound, RateLimited, ValidationFailed
+from config.celery import app
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
-from webhooks.selectors import deliveries_due, delivery_get
+from webhooks.selectors import delivery_get
 
 logger = logging.getLogger(__name__)
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
+# The tasks (webhooks/tasks.py) are queued by their stable names: tasks.py calls attempts.py,
+# which calls this module, so importing the task objects here would close a circle.
+DELIVERY_SEND_TASK = "webhooks.delivery_send"
+DESTINATION_DRAIN_TASK = "webhooks.destination_drain"
+DELIVERIES_SWEEP_TASK = "webhooks.deliveries_sweep"
 
 
 def secret_new() -> str:
@@ -154,8 +160,9 @@ BROKER_OUTAGE_PAUSE_SECONDS = 5.0
 _broker_unavailable_until = 0.0
 
 
-def _tasks_publish(task, args_list: list[list], *, countdown: float | None = None) -> bool:
-    """Queues `task` once per args; False (nothing raised) when the broker is unreachable.
+def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None = None) -> bool:
+    """Queues the task named `task_name` once per args; False (nothing raised) when the
+    broker is unreachable.
 
     Fails fast (one connection try, no publish retries): this runs after the commit of a
     business request, which must not wait seconds for a broker that is down.
@@ -164,10 +171,12 @@ def _tasks_publish(task, args_list: list[list], *, countdown: float | None = Non
     if time.monotonic() < _broker_unavailable_until:
         return False
     try:
-        with task.app.producer_or_acquire() as producer:
+        with app.producer_or_acquire() as producer:
             producer.connection.ensure_connection(max_retries=1, interval_start=0, timeout=1)
             for args in args_list:
-                task.apply_async(args=args, countdown=countdown, retry=False, producer=producer)
+                app.send_task(
+                    task_name, args=args, countdown=countdown, retry=False, producer=producer
+                )
     except Exception:
         # Unreachable, or a pooled connection that broke: either way the next tries would fail
         # the same way for a while.
@@ -185,37 +194,24 @@ def _tasks_publish(task, args_list: list[list], *, countdown: float | None = Non
 def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) -> bool:
     """Queues one send task per delivery (retries, the sweeper); a broker outage is logged,
     not raised: the sweeper catches up."""
-    from webhooks.tasks import delivery_send_task
-
-    queued = _tasks_publish(
-        delivery_send_task,
-        [[str(delivery_id)] for delivery_id in delivery_ids],
-        countdown=countdown,
-    )
-    if not queued:
-        logger.debug("%d webhook deliveries not queued", len(delivery_ids))
-    return queued
+    args_list = [[str(delivery_id)] for delivery_id in delivery_ids]
+    return _tasks_publish(DELIVERY_SEND_TASK, args_list, countdown=countdown)
 
 
 # --- deliveries: one drain per destination --------------------------------------------------
 # New deliveries are sent by a drain of their destination (attempts.destination_drain), which
 # claims and sends due deliveries one after another. A marker in the cache says "a drain of this
 # destination is queued or running"; while it is set, new deliveries queue nothing. It expires
-# after WEBHOOKS_LEASE_SECONDS (a drain's time limit), so a killed worker's marker goes away.
+# after WEBHOOKS_LEASE_SECONDS (past a drain's time limit), so a killed worker's marker goes away.
 
 
 def _drain_marker_key(destination_id) -> str:
     return f"webhooks:drain:{destination_id}"
 
 
-def _drain_enqueue(destination_id) -> bool:
-    from webhooks.tasks import destination_drain_task
-
-    if _tasks_publish(destination_drain_task, [[destination_id]]):
-        return True
-    logger.debug("webhook destination %s: drain not queued", destination_id)
-    destination_drain_marker_clear(destination_id)
-    return False
+def _drain_enqueue(destination_id) -> None:
+    if not _tasks_publish(DESTINATION_DRAIN_TASK, [[destination_id]]):
+        destination_drain_marker_clear(destination_id)  # so the next delivery tries again
 
 
 def destination_drain_request(destination_id) -> None:
@@ -361,11 +357,9 @@ def deliveries_sweep(*, now=None) -> int:
     store's backlog neither floods the queue nor crowds out other stores' catch-up. Batches of
     WEBHOOKS_SWEEP_BATCH_SIZE destinations, at most WEBHOOKS_SWEEP_MAX_BATCHES per run.
     """
-    from webhooks.tasks import destination_drain_task
-
     now = now or timezone.now()
     requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
-    due = deliveries_due(now=now).filter(
+    due = WebhookDelivery.objects.due(now).filter(
         Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before)
     )
     queued = 0
@@ -387,7 +381,7 @@ def deliveries_sweep(*, now=None) -> int:
         )
         if not destination_ids:
             break
-        if not _tasks_publish(destination_drain_task, [[pk] for pk in destination_ids]):
+        if not _tasks_publish(DESTINATION_DRAIN_TASK, [[pk] for pk in destination_ids]):
             logger.warning("webhook sweep: %d drains not queued", len(destination_ids))
             break
         queued += due.filter(destination_id__in=destination_ids).update(enqueued_at=now)

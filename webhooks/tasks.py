@@ -1,4 +1,4 @@
-"""Celery tasks of the webhooks area: thin, they take ids and call services."""
+"""Celery tasks of the webhooks area: thin, they take ids and call attempts.py or services.py."""
 
 import logging
 
@@ -6,28 +6,32 @@ from celery import shared_task
 from django.conf import settings
 
 from webhooks.attempts import delivery_send, destination_drain
-from webhooks.services import deliveries_sweep
+from webhooks.services import (
+    DELIVERIES_SWEEP_TASK,
+    DELIVERY_SEND_TASK,
+    DESTINATION_DRAIN_TASK,
+    deliveries_sweep,
+)
 
 logger = logging.getLogger(__name__)
 
 
 # An attempt stops itself at WEBHOOKS_TIMEOUT_SECONDS (webhooks/sender.py); the hard limit is
 # the backstop for what that cannot cut (a TLS handshake trickled byte by byte), and ends the
-# task before the lease of its attempt does: the task starts before it claims (a drain stops
-# claiming after WEBHOOKS_DRAIN_SECONDS, check webhooks.E002). Prefork pool only.
-@shared_task(name="webhooks.delivery_send", time_limit=settings.WEBHOOKS_LEASE_SECONDS)
+# task a margin before its leases do (webhooks.E001). Prefork pool only (config/celery.py).
+@shared_task(name=DELIVERY_SEND_TASK, time_limit=settings.WEBHOOKS_TIME_LIMIT_SECONDS)
 def delivery_send_task(delivery_id: str):
     """One attempt of a delivery; a no-op when it is not due, final, or leased elsewhere."""
     return delivery_send(delivery_id=delivery_id)
 
 
-@shared_task(name="webhooks.destination_drain", time_limit=settings.WEBHOOKS_LEASE_SECONDS)
+@shared_task(name=DESTINATION_DRAIN_TASK, time_limit=settings.WEBHOOKS_TIME_LIMIT_SECONDS)
 def destination_drain_task(destination_id: int):
     """Sends a destination's due deliveries, oldest first (new deliveries come this way)."""
     return destination_drain(destination_id=destination_id)
 
 
-@shared_task(name="webhooks.deliveries_sweep")
+@shared_task(name=DELIVERIES_SWEEP_TASK)
 def deliveries_sweep_task():
     queued = deliveries_sweep()
     if queued:

@@ -4,7 +4,7 @@ Counters live in the process that increments them (a gunicorn worker, a Celery p
 With PROMETHEUS_MULTIPROC_DIR set (docs/metrics.md) prometheus_client writes each process's
 values to a file in that directory and /metrics adds them up, so a scrape of any web worker
 sees every process's counts. Gauges that describe the database (the webhook backlog) are not
-here: config.metrics.backlog computes them at scrape time.
+here: webhooks/metrics.py computes them at scrape time.
 """
 
 import json

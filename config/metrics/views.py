@@ -17,7 +17,10 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from config.api.client_address import client_address
 from config.api.views import require_get
-from config.metrics.backlog import BacklogCollector
+
+# Collectors of shared state (rows), read at each scrape: apps add theirs in AppConfig.ready
+# (webhooks: its backlog), as config imports no app.
+SCRAPE_COLLECTORS: list = []
 
 
 def scrape_allowed(request) -> bool:
@@ -41,13 +44,14 @@ class _ThisProcess:
 
 
 def metrics_registry() -> CollectorRegistry:
-    """Every process's counters (multiprocess mode) or this process's, plus the backlog."""
+    """Every process's counters (multiprocess mode) or this process's, plus SCRAPE_COLLECTORS."""
     registry = CollectorRegistry(auto_describe=False)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(registry)
     else:
         registry.register(_ThisProcess())
-    registry.register(BacklogCollector())
+    for collector in SCRAPE_COLLECTORS:
+        registry.register(collector)
     return registry
 
 

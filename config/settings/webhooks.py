@@ -19,9 +19,16 @@ WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 # worker; the resolver itself may take 10 s or more): then the 422 of a name that does not
 # resolve to public addresses.
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
-# A claimed delivery belongs to its worker this long; longer than any attempt can take
-# (connect + read timeouts plus margin), so two workers never send the same attempt. A send
-# slot is leased as long (webhooks/slots.py): the slots of a worker that died come back then.
+# Hard time limit of the sending tasks: the pool kills a task still running then, whatever
+# its attempt is stuck in (prefork only, so a webhooks worker must use it: config/celery.py).
+WEBHOOKS_TIME_LIMIT_SECONDS = env.seconds("WEBHOOKS_TIME_LIMIT_SECONDS", 45)
+# How much longer than that a lease lasts: the pool counts the limit from when it learns the
+# task started and looks once a second before killing, and deliveries' leases are in the
+# workers' clocks (webhooks.E001 wants at least 2 s).
+WEBHOOKS_LEASE_MARGIN_SECONDS = env.seconds("WEBHOOKS_LEASE_MARGIN_SECONDS", 10)
+# A claimed delivery and a send slot (webhooks/attempts.py) belong to their worker this long:
+# more than the time limit plus the margin (webhooks.E001), so no live worker still sends when
+# another takes them over, and those of a worker that died come back then.
 WEBHOOKS_LEASE_SECONDS = env.seconds("WEBHOOKS_LEASE_SECONDS", 60)
 # A destination's drain (one task sending its due deliveries in turn) claims no more after
 # this long and queues its successor, so one backlog does not hold a worker process for long.

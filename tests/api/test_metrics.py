@@ -9,7 +9,6 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from config.metrics.backlog import due_deliveries, pending_deliveries
 from events.services import record
 from oauth_cli.services import cli_application_ensure
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
@@ -236,7 +235,7 @@ def test_disabled_destinations_are_counted_by_reason(scraper, store, other_store
 
 
 def test_a_failing_backlog_query_reports_down_and_the_scrape_still_answers(scraper, monkeypatch):
-    from config.metrics import backlog
+    from webhooks import metrics as backlog
 
     def broken(now):
         with connection.cursor() as cursor:
@@ -265,9 +264,11 @@ def test_backlog_queries_walk_the_partial_pending_index():
     now = timezone.now()
     cap = 100_000
     queries = {
-        "pending": pending_deliveries().order_by().values("pk")[:cap],
-        "due": due_deliveries(now).order_by().values("pk")[:cap],
-        "oldest due": due_deliveries(now).order_by("next_attempt_at").values("next_attempt_at")[:1],
+        "pending": WebhookDelivery.objects.filter(status="pending").order_by().values("pk")[:cap],
+        "due": WebhookDelivery.objects.due(now).order_by().values("pk")[:cap],
+        "oldest due": WebhookDelivery.objects.due(now)
+        .order_by("next_attempt_at")
+        .values("next_attempt_at")[:1],
     }
     for name, queryset in queries.items():
         text = plan(queryset)

@@ -151,7 +151,10 @@ def wait_until(predicate, timeout: float, interval: float = 0.05, message: str =
 WORKER_ENV = {
     "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.2,0.2,0.2",
     "WEBHOOKS_TIMEOUT_SECONDS": "1.5",
-    "WEBHOOKS_LEASE_SECONDS": "3",
+    # webhooks.E001/E002: drain + timeout < time limit; time limit + margin < lease
+    "WEBHOOKS_TIME_LIMIT_SECONDS": "3",
+    "WEBHOOKS_LEASE_MARGIN_SECONDS": "2",
+    "WEBHOOKS_LEASE_SECONDS": "5.5",
     "WEBHOOKS_DRAIN_SECONDS": "1",
     "WEBHOOKS_SWEEP_INTERVAL_SECONDS": "0.5",
     "WEBHOOKS_REQUEUE_AFTER_SECONDS": "1",
@@ -161,13 +164,16 @@ WORKER_ENV = {
 class CeleryWorker:
     """`celery -A config worker -B` in its own process group, on the test database."""
 
-    def __init__(self, log_dir: Path, concurrency: int = 2, queues=None, beat: bool = True):
+    def __init__(
+        self, log_dir: Path, concurrency: int = 2, queues=None, beat: bool = True, pool=None
+    ):
         """`queues`: consumed only these (`-Q`; all when None); `beat`: with an embedded
-        beat (`-B`)."""
+        beat (`-B`); `pool`: Celery's default (prefork) when None."""
         self.log_dir = log_dir
         self.concurrency = concurrency
         self.queues = queues
         self.beat = beat
+        self.pool = pool
         self.process: subprocess.Popen | None = None
         self.starts = 0
 
@@ -185,15 +191,14 @@ class CeleryWorker:
             "PYTHONUNBUFFERED": "1",
         }
 
-    def start(self):
-        self.starts += 1
-        log_path = self.log_dir / f"worker-{self.starts}.log"
-        self.log_path = log_path
+    def command(self) -> list[str]:
         command = [str(Path(sys.executable).parent / "celery"), "-A", "config", "worker"]
         if self.beat:
             command += ["-B", "--schedule", str(self.log_dir / f"beat-{self.starts}")]
         if self.queues:
             command += ["-Q", ",".join(self.queues)]
+        if self.pool:
+            command += [f"--pool={self.pool}"]
         command += [
             # Its own node name: two workers of one test may run side by side on this host.
             "-n",
@@ -203,9 +208,15 @@ class CeleryWorker:
             "--without-gossip",
             "--without-mingle",
         ]
+        return command
+
+    def start(self):
+        self.starts += 1
+        log_path = self.log_dir / f"worker-{self.starts}.log"
+        self.log_path = log_path
         with open(log_path, "wb") as log:
             self.process = subprocess.Popen(
-                command,
+                self.command(),
                 cwd=BASE_DIR,
                 env=self.env(),
                 stdout=log,

@@ -137,20 +137,25 @@ def test_an_answer_within_the_budget_is_unaffected(store, budget, receiver):
 
 
 @pytest.mark.parametrize(
-    ("timeout", "lease", "drain", "check_id", "refused"),
+    ("time_limit", "margin", "lease", "drain", "check_id", "refused"),
     [
-        (10, 15, 1, "webhooks.E001", True),  # a lease shorter than two attempt budgets
-        (10, 20, 1, "webhooks.E001", False),
-        (10, 60, 50, "webhooks.E002", True),  # a drain's last attempt past its time limit
-        (10, 60, 45, "webhooks.E002", False),
+        # a lease that ends with the hard time limit: an overrunning holder outlives it
+        (45, 10, 45, 10, "webhooks.E001", True),
+        (45, 10, 55, 10, "webhooks.E001", True),  # no margin left
+        (45, 10, 55.5, 10, "webhooks.E001", False),
+        (45, 1, 60, 10, "webhooks.E001", True),  # a margin under the watchdog's second
+        (45, 10, 60, 35, "webhooks.E002", True),  # a drain's last attempt past its time limit
+        (45, 10, 60, 34, "webhooks.E002", False),
     ],
 )
-def test_timings_that_let_an_attempt_outlive_its_lease_are_configuration_errors(
-    settings, timeout, lease, drain, check_id, refused
+def test_timings_that_let_a_send_outlive_its_leases_are_configuration_errors(
+    settings, time_limit, margin, lease, drain, check_id, refused
 ):
     from django.core.checks import run_checks
 
-    settings.WEBHOOKS_TIMEOUT_SECONDS = timeout
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 10
+    settings.WEBHOOKS_TIME_LIMIT_SECONDS = time_limit
+    settings.WEBHOOKS_LEASE_MARGIN_SECONDS = margin
     settings.WEBHOOKS_LEASE_SECONDS = lease
     settings.WEBHOOKS_DRAIN_SECONDS = drain
 
@@ -188,7 +193,9 @@ def test_the_sending_tasks_are_killed_before_the_lease_of_their_attempt_ends(tas
     from webhooks import tasks
 
     task = getattr(tasks, task_name)
-    assert 0 < task.time_limit <= django_settings.WEBHOOKS_LEASE_SECONDS
+    assert task.time_limit == django_settings.WEBHOOKS_TIME_LIMIT_SECONDS
+    margin = django_settings.WEBHOOKS_LEASE_MARGIN_SECONDS
+    assert 0 < task.time_limit + margin < django_settings.WEBHOOKS_LEASE_SECONDS
 
 
 def test_a_forked_worker_process_expires_its_own_deadlines():

@@ -168,15 +168,13 @@ def test_a_drain_that_could_not_be_queued_does_not_hold_back_the_next_one(
 ):
     from kombu.exceptions import OperationalError
 
-    from webhooks.tasks import destination_drain_task
-
     destination = destination_for(store, receiver.url)
 
     def broker_refuses(*args, **kwargs):
         raise OperationalError("the broker refused the message")
 
     with monkeypatch.context() as patch:
-        patch.setattr(destination_drain_task, "apply_async", broker_refuses)
+        patch.setattr(app, "send_task", broker_refuses)
         record_order_completed(store, order_id=1)  # left to the sweeper
     assert queued() == []
     # the publisher's pause after a failure (services.BROKER_OUTAGE_PAUSE_SECONDS) is over
@@ -192,8 +190,6 @@ def test_after_a_failed_publish_the_publisher_pauses_and_logs_once(
 ):
     from kombu.exceptions import OperationalError
 
-    from webhooks.tasks import destination_drain_task
-
     destination_for(store, receiver.url)
     tries = []
 
@@ -201,7 +197,7 @@ def test_after_a_failed_publish_the_publisher_pauses_and_logs_once(
         tries.append(args)
         raise OperationalError("the broker is down")
 
-    monkeypatch.setattr(destination_drain_task, "apply_async", broker_refuses)
+    monkeypatch.setattr(app, "send_task", broker_refuses)
     with caplog.at_level("WARNING", logger="webhooks.services"):
         for order_id in range(3):
             record_order_completed(store, order_id=order_id)

@@ -286,7 +286,7 @@ def test_a_capped_replay_keeps_its_idempotency_key_usable(auth_client, store, re
 
 @pytest.mark.django_db(transaction=True)
 def test_a_dead_workers_slots_come_back_when_their_lease_runs_out(store, receiver, settings):
-    from webhooks.slots import slots_take
+    from webhooks.attempts import slots_take
 
     settings.WEBHOOKS_LEASE_SECONDS = 1.5
     destination = destination_for(store, receiver.url)

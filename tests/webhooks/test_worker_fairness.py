@@ -29,7 +29,9 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 SEND_TIMEOUT = 3.0
 FAIRNESS_ENV = {
     "WEBHOOKS_TIMEOUT_SECONDS": str(SEND_TIMEOUT),
-    "WEBHOOKS_LEASE_SECONDS": "8",  # webhooks.E001/E002: above 2 x timeout and drain + timeout
+    # webhooks.E001/E002: drain + timeout < time limit; time limit + margin < lease
+    "WEBHOOKS_TIME_LIMIT_SECONDS": "5",
+    "WEBHOOKS_LEASE_SECONDS": "8",
     "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
     "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.5,0.5,0.5",
 }

@@ -231,10 +231,10 @@ def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
 def test_a_dead_workers_send_slots_come_back_after_their_lease(
     start_worker, receiver, settings, stop_signal
 ):
-    # given one send slot per destination, leased for 3 s, held by a worker sending to a
-    # receiver that holds the request
+    # given one send slot per destination, leased for 5.5 s (the shortest webhooks.E001 lets
+    # WORKER_ENV have), held by a worker sending to a receiver that holds the request
     settings.WEBHOOKS_DESTINATION_CONCURRENCY = 1
-    lease = 3
+    lease = 5.5
     worker = start_worker(
         {"WEBHOOKS_DESTINATION_CONCURRENCY": "1", "WEBHOOKS_LEASE_SECONDS": str(lease)},
         concurrency=2,

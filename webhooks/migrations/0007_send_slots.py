@@ -3,7 +3,7 @@
 from django.db import migrations, models
 
 # Takes one free slot of each bound of a send to the destination, all or none, in one round
-# trip (webhooks/slots.py). Returns the taken slots' ids (NULL when a bound is full; empty for
+# trip (webhooks/attempts.py). Returns the taken slots' ids (NULL when a bound is full; empty for
 # a destination that no longer exists: nothing is sent to it), the account the store counts
 # for and whether the destination is failing. Slot rows are locked in (scope, owner, number)
 # order, as the release locks them. A slot seen held is passed over without a lock; a row
@@ -73,17 +73,6 @@ SLOTS_TAKE_DROP = (
 )
 
 
-def slots_take_create(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(SLOTS_TAKE_CREATE)
-    # SQLite (`make run`, one worker): sends have no bound (webhooks/slots.py).
-
-
-def slots_take_drop(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(SLOTS_TAKE_DROP)
-
-
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -111,5 +100,5 @@ class Migration(migrations.Migration):
             model_name='webhooksendslot',
             constraint=models.UniqueConstraint(fields=('scope', 'owner', 'number'), name='send_slot_unique'),
         ),
-        migrations.RunPython(slots_take_create, slots_take_drop),
+        migrations.RunSQL(SLOTS_TAKE_CREATE, SLOTS_TAKE_DROP),
     ]

@@ -1,4 +1,5 @@
-"""Gauges of the webhook backlog, computed from the database when /metrics is scraped.
+"""Gauges of the webhook backlog, computed from the database when /metrics is scraped, and
+/status's webhook_backlog check: both registered in WebhooksConfig.ready (config imports no app).
 
 They describe shared state (rows), not one process, so any web worker can compute them and no
 worker has to keep them up to date. Every query is bounded: counts stop at
@@ -15,6 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
+from config.health import OK
 from webhooks.models import WebhookDelivery, WebhookDestination
 
 logger = logging.getLogger(__name__)
@@ -22,21 +24,24 @@ logger = logging.getLogger(__name__)
 STATEMENT_TIMEOUT_MS = 2000
 
 
-def pending_deliveries():
-    return WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_PENDING)
-
-
-def due_deliveries(now):
-    return pending_deliveries().filter(next_attempt_at__lte=now)
-
-
 def oldest_due_age_seconds(now) -> float:
     """Seconds since the oldest due delivery became due (0 when none is due): the first entry
-    of delivery_due_idx. Also /status's webhook_backlog check (config/health.py)."""
+    of delivery_due_idx."""
     oldest_due_at = (
-        due_deliveries(now).order_by("next_attempt_at").values_list("next_attempt_at", flat=True)
+        WebhookDelivery.objects.due(now)
+        .order_by("next_attempt_at")
+        .values_list("next_attempt_at", flat=True)
     ).first()
     return max((now - oldest_due_at).total_seconds(), 0.0) if oldest_due_at else 0.0
+
+
+def backlog_check() -> dict:
+    """/status's webhook_backlog: the same reading as the /metrics gauge."""
+    age = oldest_due_age_seconds(timezone.now())
+    return {
+        "status": OK if age <= settings.HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS else "behind",
+        "oldest_due_seconds": round(age, 1),
+    }
 
 
 def backlog_read(now) -> dict:
@@ -52,8 +57,11 @@ def backlog_read(now) -> dict:
         reason = reason or WebhookDestination.DISABLED_BY_USER  # turned off in the admin
         disabled_by_reason[reason] = disabled_by_reason.get(reason, 0) + 1
     return {
-        "pending": pending_deliveries().order_by().values("pk")[:cap].count(),
-        "due": due_deliveries(now).order_by().values("pk")[:cap].count(),
+        "pending": WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_PENDING)
+        .order_by()
+        .values("pk")[:cap]
+        .count(),
+        "due": WebhookDelivery.objects.due(now).order_by().values("pk")[:cap].count(),
         "oldest_due_age_seconds": oldest_due_age_seconds(now),
         "disabled_destinations": disabled_by_reason,
     }
@@ -69,9 +77,8 @@ class BacklogCollector:
         )
         try:
             with transaction.atomic():
-                if connection.vendor == "postgresql":
-                    with connection.cursor() as cursor:
-                        cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
                 backlog = backlog_read(timezone.now())
         except Exception:
             logger.warning("metrics: the webhook backlog could not be read", exc_info=True)
