@@ -31,6 +31,12 @@ from config.worker_heartbeat import worker_heartbeat_last
 logger = logging.getLogger(__name__)
 
 OK = "ok"
+# A heartbeat never seen, while this process is younger than the heartbeat's allowed silence:
+# a fresh start (`make run`, a deploy), not a failure (docs/decisions/health.md "Starting").
+STARTING = "starting"
+PASSING = {OK, STARTING}
+# "Start": when this process first loaded the checks (a web worker's first request).
+started_at = time.time()
 
 # Checks run here, never in the request thread, so a dependency that hangs costs the probe
 # HEALTH_CHECK_TIMEOUT_SECONDS and no more. A hung check keeps its thread until its driver
@@ -104,7 +110,8 @@ def broker_check() -> dict:
 def _heartbeat_result(last, *, stale_after: float) -> dict:
     """A heartbeat recorded at Unix time `last` (None: never), stale after that many seconds."""
     if last is None:
-        return {"status": "never_seen", "seconds_since_heartbeat": None}
+        starting = time.time() - started_at <= stale_after
+        return {"status": STARTING if starting else "never_seen", "seconds_since_heartbeat": None}
     silent = max(0.0, time.time() - float(last))
     return {
         "status": OK if silent <= stale_after else "stale",
@@ -192,11 +199,11 @@ def run_checks(checks: dict) -> tuple[bool, dict]:
         else:
             results[name] = future.result()
         _log_state_change(name, results[name], cause)
-    return all(result["status"] == OK for result in results.values()), results
+    return all(result["status"] in PASSING for result in results.values()), results
 
 
 def _log_state_change(name: str, result: dict, cause: BaseException | None) -> None:
-    failing = result["status"] != OK
+    failing = result["status"] not in PASSING
     with _lock:
         was_failing = _failing.get(name, False)
         _failing[name] = failing

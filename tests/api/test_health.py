@@ -417,3 +417,40 @@ def test_the_default_probe_limit_lets_a_probe_per_second_through():
 
     # an orchestrator probing each endpoint every second from one address stays within it
     assert health_settings.HEALTH_RATE_LIMIT_PER_MINUTE >= 60
+
+
+@pytest.mark.django_db
+def test_status_reads_workers_never_seen_in_the_first_interval_after_start_as_starting(
+    settings, monkeypatch, tmp_path
+):
+    # given: a fresh start (`make run`): beat has ticked once, no worker has taken a heartbeat
+    settings.BEAT_HEARTBEAT_SECONDS = 0.3
+    settings.WORKER_HEARTBEAT_SECONDS = 0.3
+    monkeypatch.setattr("config.health.started_at", time.time())
+    scheduler = make_scheduler(tmp_path, "beat")
+    try:
+        scheduler.tick()
+
+        # when: within the workers' first allowed silence (2 x 0.3 + 0.3 s)
+        status, body = get_json("/status")
+
+        # then: starting, not a failure
+        assert status == 200, body
+        assert body["failing"] == []
+        for queue in ("webhooks", "maintenance"):
+            assert body["checks"][f"worker_{queue}"] == {
+                "status": "starting",
+                "seconds_since_heartbeat": None,
+            }
+
+        # when: that interval has passed and still no worker was seen
+        time.sleep(1.0)
+        scheduler.tick()
+        status, body = get_json("/status")
+
+        # then: never seen is a failure, as before
+        assert status == 503
+        assert body["failing"] == ["worker_webhooks", "worker_maintenance"]
+        assert body["checks"]["worker_webhooks"]["status"] == "never_seen"
+    finally:
+        scheduler.close()
