@@ -211,3 +211,29 @@ def _log_state_change(name: str, result: dict, cause: BaseException | None) -> N
         logger.error("health: %s check failing: %s", name, result, exc_info=cause)
     elif was_failing and not failing:
         logger.info("health: %s check ok again", name)
+
+
+class HealthCollector:
+    """/status as gauges, for alerts (deploy/alerts.yml): one run of the checks per scrape,
+    the same bounded run a probe gets (shared with the probes of the same interval)."""
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        _, results = run_checks(STATUS_CHECKS)
+        passing = GaugeMetricFamily(
+            "storefront_health_check_passing",
+            "1 when the /status check passes (ok, or starting), else 0.",
+            labels=["check"],
+        )
+        silence = GaugeMetricFamily(
+            "storefront_heartbeat_age_seconds",
+            "Seconds since beat's or a queue's worker heartbeat (absent: never seen).",
+            labels=["check"],
+        )
+        for name, result in results.items():
+            passing.add_metric([name], 1 if result["status"] in PASSING else 0)
+            if result.get("seconds_since_heartbeat") is not None:
+                silence.add_metric([name], result["seconds_since_heartbeat"])
+        yield passing
+        yield silence

@@ -17,6 +17,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from config.api.client_address import client_address
 from config.api.views import require_get
+from config.health import HealthCollector
 from config.metrics.backlog import BacklogCollector
 
 
@@ -48,6 +49,7 @@ def metrics_registry() -> CollectorRegistry:
     else:
         registry.register(_ThisProcess())
     registry.register(BacklogCollector())
+    registry.register(HealthCollector())
     return registry
 
 
