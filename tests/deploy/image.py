@@ -74,17 +74,25 @@ def ensure_base_image() -> None:
     tarball = CACHE_DIR / f"base-{key}.tar"
     if not tarball.exists():
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        partial = tarball.with_suffix(".partial")
-        run([*MMDEBSTRAP, str(partial)], timeout=1200)
+        partial = CACHE_DIR / f"base-{key}.partial.tar"
+        run([*MMDEBSTRAP, "--format=tar", str(partial)], timeout=1200)
         partial.rename(tarball)
         for old in CACHE_DIR.glob("base-*.tar"):
             if old != tarball:
-                old.unlink()
+                old.unlink()  # made for other inputs
     run(["podman", "import", "--change", f"LABEL storefront.base={key}", str(tarball), BASE_IMAGE])
+
+
+def image_id(name: str) -> str | None:
+    found = subprocess.run(
+        ["podman", "image", "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True
+    )
+    return found.stdout.strip() if found.returncode == 0 else None
 
 
 def build_image() -> None:
     ensure_base_image()
+    previous = image_id(IMAGE)
     # pip inside the build may need the machine's certificate bundle (a TLS-inspecting proxy).
     mounts = ["-v", f"{CA_BUNDLE}:{CA_BUNDLE}:ro"] if Path(CA_BUNDLE).exists() else []
     run(
@@ -92,6 +100,10 @@ def build_image() -> None:
         cwd=ROOT,
         timeout=1200,
     )
+    # The previous build, now untagged, would keep its 400 MB per run (the cached dependency
+    # layer it shares with the new one stays).
+    if previous and previous != image_id(IMAGE):
+        subprocess.run(["podman", "rmi", previous], capture_output=True)
 
 
 def image_command() -> list[str]:
