@@ -219,6 +219,5 @@ class ImageProcess:
 def shared_directory(path: Path) -> Path:
     """A host directory the image's user can write (mounted into several containers)."""
     path.mkdir(parents=True, exist_ok=True)
-    if os.getuid() == 0:
-        shutil.chown(path, 10001, 10001)
+    shutil.chown(path, 10001, 10001)
     return path
