@@ -43,6 +43,9 @@ RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
 USER 10001:10001
 EXPOSE 8000
 # Workers: WEB_CONCURRENCY (gunicorn reads it; about 2 per core). gunicorn's heartbeat files go
-# to memory (/dev/shm), not to a possibly slow container filesystem. No access log: the app logs
-# one line per request (logger storefront.requests) with its request id.
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--worker-tmp-dir", "/dev/shm"]
+# to memory (/dev/shm), not to a possibly slow container filesystem. Its control socket
+# (`gunicornc`) goes to the processes' writable directory: by default it is made under $HOME
+# (/app, read-only to them) and every start logged an ERROR. No access log: the app logs one
+# line per request (logger storefront.requests) with its request id.
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--worker-tmp-dir", "/dev/shm", \
+     "--control-socket", "/var/lib/storefront/gunicorn.ctl"]

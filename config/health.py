@@ -30,6 +30,12 @@ from config.worker_heartbeat import worker_heartbeat_last
 logger = logging.getLogger(__name__)
 
 OK = "ok"
+# A heartbeat never seen, while this process is younger than the heartbeat's allowed silence:
+# a fresh start (`make run`, a deploy), not a failure (docs/decisions/health.md "Starting").
+STARTING = "starting"
+PASSING = {OK, STARTING}
+# "Start": when this process first loaded the checks (a web worker's first request).
+started_at = time.time()
 
 # Checks run here, never in the request thread, so a dependency that hangs costs the probe
 # HEALTH_CHECK_TIMEOUT_SECONDS and no more. A hung check keeps its thread until its driver
@@ -103,7 +109,8 @@ def broker_check() -> dict:
 def _heartbeat_result(last, *, stale_after: float) -> dict:
     """A heartbeat recorded at Unix time `last` (None: never), stale after that many seconds."""
     if last is None:
-        return {"status": "never_seen", "seconds_since_heartbeat": None}
+        starting = time.time() - started_at <= stale_after
+        return {"status": STARTING if starting else "never_seen", "seconds_since_heartbeat": None}
     silent = max(0.0, time.time() - float(last))
     return {
         "status": OK if silent <= stale_after else "stale",
@@ -184,11 +191,11 @@ def run_checks(checks: dict) -> tuple[bool, dict]:
         else:
             results[name] = future.result()
         _log_state_change(name, results[name], cause)
-    return all(result["status"] == OK for result in results.values()), results
+    return all(result["status"] in PASSING for result in results.values()), results
 
 
 def _log_state_change(name: str, result: dict, cause: BaseException | None) -> None:
-    failing = result["status"] != OK
+    failing = result["status"] not in PASSING
     with _lock:
         was_failing = _failing.get(name, False)
         _failing[name] = failing
@@ -196,3 +203,29 @@ def _log_state_change(name: str, result: dict, cause: BaseException | None) -> N
         logger.error("health: %s check failing: %s", name, result, exc_info=cause)
     elif was_failing and not failing:
         logger.info("health: %s check ok again", name)
+
+
+class HealthCollector:
+    """/status as gauges, for alerts (deploy/alerts.yml): one run of the checks per scrape,
+    the same bounded run a probe gets (shared with the probes of the same interval)."""
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        _, results = run_checks(STATUS_CHECKS)
+        passing = GaugeMetricFamily(
+            "storefront_health_check_passing",
+            "1 when the /status check passes (ok, or starting), else 0.",
+            labels=["check"],
+        )
+        silence = GaugeMetricFamily(
+            "storefront_heartbeat_age_seconds",
+            "Seconds since beat's or a queue's worker heartbeat (absent: never seen).",
+            labels=["check"],
+        )
+        for name, result in results.items():
+            passing.add_metric([name], 1 if result["status"] in PASSING else 0)
+            if result.get("seconds_since_heartbeat") is not None:
+                silence.add_metric([name], result["seconds_since_heartbeat"])
+        yield passing
+        yield silence

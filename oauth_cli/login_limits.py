@@ -13,6 +13,7 @@ import logging
 
 import redis
 from axes.models import AccessBase
+from axes.signals import user_locked_out
 from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, get_user, get_user_model
@@ -24,6 +25,7 @@ from django.dispatch import receiver
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
+from config import metrics
 from config.api.client_address import UNKNOWN_CLIENT_ADDRESS, client_address_key
 from oauth_cli.views import protected_page
 
@@ -254,3 +256,9 @@ def _sign_in_unavailable(request):
     return protected_page(
         request, "registration/signin_unavailable.html", status=503, retry_after=30
     )
+
+
+@receiver(user_locked_out)
+def _count_lockout(sender, **kwargs):
+    """Every lock-out page is counted (the dashboard's sign-in lock-outs, docs/metrics.md)."""
+    metrics.sign_in_locked_out()

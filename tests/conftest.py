@@ -6,6 +6,7 @@ from django.core.cache import cache
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from config import health
 from config.api import ratelimit
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from webhooks import services as webhook_services
@@ -19,6 +20,12 @@ def _clear_cache():
     webhook_services._broker_unavailable_until = 0.0
     cache.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _started_long_ago(monkeypatch):
+    """/status as a long-running process answers it: past its `starting` window."""
+    monkeypatch.setattr(health, "started_at", 0.0)
 
 
 @pytest.fixture

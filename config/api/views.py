@@ -118,7 +118,7 @@ def _probe_response(request, endpoint: str, checks: dict) -> JsonResponse:
     if limited is not None:
         return limited
     healthy, results = health.run_checks(checks)
-    failing = [name for name, result in results.items() if result["status"] != health.OK]
+    failing = [name for name, result in results.items() if result["status"] not in health.PASSING]
     response = JsonResponse(
         {"status": "ok" if healthy else "failing", "failing": failing, "checks": results},
         status=200 if healthy else 503,

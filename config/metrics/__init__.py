@@ -51,6 +51,10 @@ RATE_LIMIT_REFUSALS = Counter(
     "(per-address budget of the OAuth endpoints).",
     ["limit"],
 )
+SIGN_IN_LOCKOUTS = Counter(
+    "storefront_sign_in_lockouts",
+    "Sign-in attempts answered with the lock-out page (django-axes, any of its limits).",
+)
 
 ATTEMPT_RESULTS = ("succeeded", "http_error", "network_error")
 FINAL_DELIVERY_STATUSES = ("succeeded", "failed", "disabled")
@@ -109,6 +113,10 @@ def _oauth_error_code(response) -> str:
     except ValueError:
         return ""
     return body.get("error", "") if isinstance(body, dict) else ""
+
+
+def sign_in_locked_out() -> None:
+    SIGN_IN_LOCKOUTS.inc()
 
 
 def rate_limit_refused(bucket: str) -> None:

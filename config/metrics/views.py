@@ -17,6 +17,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from config.api.client_address import client_address
 from config.api.views import require_get
+from config.health import HealthCollector
 
 # Collectors of shared state (rows), read at each scrape: apps add theirs in AppConfig.ready
 # (webhooks: its backlog), as config imports no app.
@@ -50,6 +51,7 @@ def metrics_registry() -> CollectorRegistry:
         MultiProcessCollector(registry)
     else:
         registry.register(_ThisProcess())
+    registry.register(HealthCollector())
     for collector in SCRAPE_COLLECTORS:
         registry.register(collector)
     return registry

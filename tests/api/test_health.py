@@ -6,6 +6,7 @@ Outages are made on this test's own Redis (a redis-server started and stopped he
 pointing a setting at a dead port; the suite's shared PostgreSQL and Redis stay up.
 """
 
+import ipaddress
 import logging
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from django.utils import timezone
 from config.beat import LockedScheduler
 from config.celery import app
 from config.worker_heartbeat import worker_heartbeat_task
+from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.api.test_errors import assert_envelope
 from tests.api.test_settings import production_environment, settings_of
 from tests.factories import StoreFactory, old_events
@@ -417,3 +419,65 @@ def test_the_default_probe_limit_lets_a_probe_per_second_through():
 
     # an orchestrator probing each endpoint every second from one address stays within it
     assert health_settings.HEALTH_RATE_LIMIT_PER_MINUTE >= 60
+
+
+@pytest.mark.django_db
+def test_status_reads_workers_never_seen_in_the_first_interval_after_start_as_starting(
+    settings, monkeypatch, tmp_path
+):
+    # given: a fresh start (`make run`): beat has ticked once, no worker has taken a heartbeat
+    settings.BEAT_HEARTBEAT_SECONDS = 0.3
+    settings.WORKER_HEARTBEAT_SECONDS = 0.3
+    monkeypatch.setattr("config.health.started_at", time.time())
+    scheduler = make_scheduler(tmp_path, "beat")
+    try:
+        scheduler.tick()
+
+        # when: within the workers' first allowed silence (2 x 0.3 + 0.3 s)
+        status, body = get_json("/status")
+
+        # then: starting, not a failure
+        assert status == 200, body
+        assert body["failing"] == []
+        for queue in ("webhooks", "maintenance"):
+            assert body["checks"][f"worker_{queue}"] == {
+                "status": "starting",
+                "seconds_since_heartbeat": None,
+            }
+
+        # when: that interval has passed and still no worker was seen
+        time.sleep(1.0)
+        scheduler.tick()
+        status, body = get_json("/status")
+
+        # then: never seen is a failure, as before
+        assert status == 503
+        assert body["failing"] == ["worker_webhooks", "worker_maintenance"]
+        assert body["checks"]["worker_webhooks"]["status"] == "never_seen"
+    finally:
+        scheduler.close()
+
+
+@pytest.mark.django_db
+def test_metrics_carry_each_status_check_and_the_heartbeat_ages(settings, tmp_path):
+    # given: beat has ticked, no worker ever took a heartbeat (past the starting window)
+    settings.METRICS_ALLOWED_NETWORKS = (ipaddress.ip_network(SCRAPER_ADDRESS),)
+    scheduler = make_scheduler(tmp_path, "beat")
+    try:
+        scheduler.tick()
+
+        # when
+        samples = scrape(Client())
+    finally:
+        scheduler.close()
+
+    # then: what /status answers, one gauge per check, for the alerts of deploy/alerts.yml
+    passing = "storefront_health_check_passing"
+    for check in ("database", "cache", "broker", "beat", "webhook_backlog"):
+        assert value(samples, passing, check=check) == 1, check
+    assert value(samples, passing, check="worker_webhooks") == 0
+    assert 0 <= value(samples, "storefront_heartbeat_age_seconds", check="beat") < 5
+    heartbeat_ages = {
+        labels for name, labels in samples if name == "storefront_heartbeat_age_seconds"
+    }
+    assert heartbeat_ages == {frozenset({("check", "beat")})}

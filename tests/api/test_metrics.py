@@ -135,6 +135,16 @@ def test_rate_limit_refusals_are_counted(scraper, auth_client, settings):
     assert value(scrape(scraper), name, limit="cred") - before == 2
 
 
+def test_sign_in_lockouts_are_counted(scraper, user, settings):
+    settings.AXES_FAILURE_LIMIT = 1
+    name = "storefront_sign_in_lockouts_total"
+    before = value(scrape(scraper), name)
+    wrong = {"username": user.username, "password": "not-the-password"}
+    assert Client().post("/accounts/login/", wrong).status_code == 429
+    assert Client().post("/accounts/login/", wrong).status_code == 429
+    assert value(scrape(scraper), name) - before == 2
+
+
 @pytest.mark.usefixtures("frozen_rate_limit_clock")
 def test_oauth_endpoint_rate_limit_refusals_are_counted(scraper, settings):
     settings.OAUTH_RATE_LIMIT_PER_MINUTE = 1
