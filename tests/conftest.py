@@ -4,11 +4,18 @@ import pytest
 import yaml
 from django.core.cache import cache
 from django.core.management import call_command
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from config.api import ratelimit
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from webhooks import services as webhook_services
+
+# The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
+# same examples on every run and machine, so a failure found once is found again.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+hypothesis_settings.load_profile("ci")
+
 
 def cache_keys_matching(pattern: str = "*") -> list[bytes]:
     """The cache's own keys (KEY_PREFIX:VERSION:key, as Django makes them) matching `pattern`."""
