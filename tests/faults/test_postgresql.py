@@ -56,6 +56,14 @@ LOAD_BEFORE_FAULT = 2.0
 LOAD_AFTER_FAULT = 7.0
 
 
+@pytest.fixture(autouse=True)
+def suite_postgresql_left_running():
+    """The faults restart the suite's own PostgreSQL: one that failed midway leaves it running
+    for every later test."""
+    yield
+    ThrowawayPostgres().ensure_running()
+
+
 @pytest.fixture(scope="module")
 def test_database_url(django_db_setup):
     """The suite's database, with commits made durable again for its sessions: the throwaway
@@ -192,6 +200,20 @@ def holding_receiver():
     server.close()
 
 
+def unsent_report(unsent, worker) -> str:
+    """The deliveries left unsent, and what the worker logged beyond routine."""
+    columns = ("id", "status", "attempts", "next_attempt_at", "enqueued_at", "lease_until")
+    rows = [dict(zip(columns, row, strict=True)) for row in unsent.values_list(*columns)]
+    logged = [
+        line
+        for line in worker.log_path.read_text(errors="replace").splitlines()
+        if any(word in line for word in ("WARNING", "ERROR", "Traceback", "Error", "exceeded"))
+    ]
+    return "\n".join(
+        [f"{len(rows)} unsent deliveries:", *map(str, rows[:20]), "worker log:", *logged[-40:]]
+    )
+
+
 def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     tmp_path,
     owner,
@@ -207,7 +229,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
         # docs/scaling.md: a connection per request behind PgBouncer in transaction mode, which
         # also sends the per-request reads unprepared (DATABASE_PREPARED_STATEMENTS follows);
         # the webhook worker's processes go through the same PgBouncer
-        start_worker(
+        worker = start_worker(
             {"DATABASE_URL": through_bouncer, "DATABASE_CONN_MAX_AGE": "0"},
             concurrency=4,
             beat=False,
@@ -221,12 +243,13 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
         ) as gunicorn:
             load, fault_at = run_load(gunicorn.base, owner, "pgbouncer")
             errors = gunicorn.log_lines("ERROR", "Traceback")
-        deliveries = WebhookDelivery.objects.filter(destination__store=owner["store"])
-        wait_until(
-            lambda: deliveries.exclude(status=WebhookDelivery.STATUS_SUCCEEDED).count() == 0,
-            timeout=90,
-            message="every coupon's delivery sent through PgBouncer",
+        unsent = WebhookDelivery.objects.filter(destination__store=owner["store"]).exclude(
+            status=WebhookDelivery.STATUS_SUCCEEDED
         )
+        try:
+            wait_until(lambda: not unsent.exists(), timeout=90, message="every delivery sent")
+        except AssertionError as timed_out:
+            raise AssertionError(f"{timed_out}\n{unsent_report(unsent, worker)}") from None
 
     found = figures(load.outcomes, fault_at=fault_at, recovery_target=RECOVERY_TARGET)
     report("pgbouncer", found, errors_logged(gunicorn))

@@ -37,13 +37,11 @@ from tests.faults.redis_helpers import (
     AnswerLog,
     PacedLoop,
     SignInBrowser,
-    ThrowawayRedis,
     running,
     timed,
-    wait_until,
 )
-from tests.servers import Gunicorn
-from tests.webhooks.conftest import CeleryWorker, Receiver, destination_for
+from tests.servers import Gunicorn, ThrowawayRedis
+from tests.webhooks.conftest import CeleryWorker, Receiver, destination_for, wait_until
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.faults, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
