@@ -48,9 +48,15 @@ def staff(db):
     return UserFactory(username="alice", is_staff=True, is_superuser=True)
 
 
-def test_the_default_limit_is_10_failures_per_15_minutes():
-    assert settings.LOGIN_FAILURE_LIMIT == 10
-    assert settings.LOGIN_LOCKOUT_MINUTES == 15
+def test_by_default_the_tenth_failure_locks_the_username_out_for_15_minutes(staff):
+    for _ in range(9):
+        assert sign_in(CLI_LOGIN, "alice", "wrong").status_code == 200
+
+    locked = sign_in(CLI_LOGIN, "alice", "wrong")
+
+    assert locked.status_code == 429
+    assert locked["Retry-After"] == str(15 * 60)
+    assert "Try again in 15 minutes." in locked.content.decode()
 
 
 @pytest.mark.parametrize("path", LOGIN_PAGES)
