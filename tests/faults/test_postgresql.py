@@ -39,7 +39,7 @@ from tests.faults.harness import (
     terminate_backends,
 )
 from tests.servers import PgBouncer
-from tests.webhooks.conftest import destination_for, wait_until
+from tests.webhooks.conftest import WORKER_ENV, destination_for, wait_until
 from tests.webhooks.test_worker_send_slots import (  # noqa: F401 (start_worker: a fixture)
     CountingReceiver,
     live_slots,
@@ -228,11 +228,12 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
         through_bouncer = database_url(name=connection.settings_dict["NAME"], port=bouncer.port)
         # docs/scaling.md: a connection per request behind PgBouncer in transaction mode, which
         # also sends the per-request reads unprepared (DATABASE_PREPARED_STATEMENTS follows);
-        # the webhook worker's processes go through the same PgBouncer
+        # the webhook worker's processes go through the same PgBouncer. As in production, the
+        # worker runs beat (the sweeper queues what a drain killed at its time limit leaves),
+        # and the web processes share the worker's webhook timings (a drain marker they set
+        # lives WEBHOOKS_LEASE_SECONDS, the drain's time limit, not production's 60 s).
         worker = start_worker(
-            {"DATABASE_URL": through_bouncer, "DATABASE_CONN_MAX_AGE": "0"},
-            concurrency=4,
-            beat=False,
+            {"DATABASE_URL": through_bouncer, "DATABASE_CONN_MAX_AGE": "0"}, concurrency=4
         )
         with load_server(
             tmp_path,
@@ -240,6 +241,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
             workers=WORKERS,
             DATABASE_URL=through_bouncer,
             DATABASE_CONN_MAX_AGE="0",
+            **WORKER_ENV,
         ) as gunicorn:
             load, fault_at = run_load(gunicorn.base, owner, "pgbouncer")
             errors = gunicorn.log_lines("ERROR", "Traceback")
