@@ -4,6 +4,7 @@ import pytest
 import yaml
 from django.core.cache import cache
 from django.core.management import call_command
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from config import health
@@ -11,15 +12,43 @@ from config.api import ratelimit
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from webhooks import services as webhook_services
 
+# The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
+# same examples on every run and machine, so a failure found once is found again.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+hypothesis_settings.load_profile("ci")
+
+
+def cache_keys_matching(pattern: str = "*") -> list[bytes]:
+    """The cache's own keys (KEY_PREFIX:VERSION:key, as Django makes them) matching `pattern`."""
+    client = cache._cache.get_client()
+    return list(client.scan_iter(match=cache.make_key(pattern), count=1000))
+
+
+def cache_keys_delete() -> None:
+    """Deletes the cache's own keys only. The Celery broker's queues and beat's lock live in the
+    same Redis database (REDIS_URL, which the gunicorn and worker processes that tests start
+    share with it), under workers that stay up across tests; `cache.clear()` (FLUSHDB) deleted
+    them too."""
+    keys = cache_keys_matching()
+    if keys:
+        cache._cache.get_client(write=True).delete(*keys)
+
+
+@pytest.fixture
+def cache_keys():
+    """`cache_keys(pattern)`: the cache's keys matching a glob pattern (as the code names them)."""
+    return cache_keys_matching
+
 
 @pytest.fixture(autouse=True)
-def _clear_cache():
+def cache_cleared():
     """Rate-limit counters live in Redis; each test starts with fresh budgets, and without the
-    limiter's or the task publisher's pause left by a simulated outage in an earlier test."""
+    limiter's or the task publisher's pause left by a simulated outage in an earlier test.
+    Returns the clearing, for the test of what it leaves."""
     ratelimit._cache_unavailable_until = 0.0
     webhook_services._broker_unavailable_until = 0.0
-    cache.clear()
-    yield
+    cache_keys_delete()
+    return cache_keys_delete
 
 
 @pytest.fixture(autouse=True)
@@ -78,10 +107,13 @@ def client_for():
 FROZEN_RATE_LIMIT_NOW = 1_800_000_030.0
 
 
-@pytest.fixture
-def frozen_rate_limit_clock(monkeypatch):
-    """Stops the clock the rate limiter reads, 30 s into a window: requests of one test can
-    never fall into two windows (a fresh budget mid-test), and Reset/Retry-After are exact."""
+@pytest.fixture(autouse=True)
+def frozen_rate_limit_clock(request, monkeypatch):
+    """Stops the clock the rate limiter reads, 30 s into a window, for every test (opt out with
+    @pytest.mark.rate_limit_wall_clock): requests of one test can never fall into two windows
+    (a fresh budget mid-test), and Reset/Retry-After are exact."""
+    if request.node.get_closest_marker("rate_limit_wall_clock"):
+        return None
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW))
     return FROZEN_RATE_LIMIT_NOW
 

@@ -1,7 +1,8 @@
 """Servers the tests start beside bin/with-test-services' PostgreSQL and Redis, on free loopback
-ports: Debian's PgBouncer in transaction mode (bin/install-test-deps installs it), the set-up
-docs/scaling.md gives for many processes (the send-slot tests, the database fault run), and
-gunicorn under the production settings (the fault runs)."""
+ports: a Redis that tests stop and start again, Debian's PgBouncer in transaction mode
+(bin/install-test-deps installs it), the set-up docs/scaling.md gives for many processes (the
+send-slot tests, the database fault run), and gunicorn under the production settings (the fault
+runs)."""
 
 import os
 import shutil
@@ -45,6 +46,13 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.wait(timeout=10)
 
 
+def wait_for(condition, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:g} s"
+        time.sleep(0.05)
+
+
 def wait_until_ready(process: subprocess.Popen, ready, *, timeout: float, what: str, log) -> None:
     """Polls `ready()` until it is true; fails with `log()` if the process ends first."""
     deadline = time.monotonic() + timeout
@@ -52,6 +60,54 @@ def wait_until_ready(process: subprocess.Popen, ready, *, timeout: float, what: 
         assert process.poll() is None, log()
         assert time.monotonic() < deadline, f"{what} did not start within {timeout:g} s"
         time.sleep(0.1)
+
+
+class ThrowawayRedis:
+    """A redis-server in `workdir` on a free loopback port (or `port`: the suite's own, with
+    bin/with-test-services' directory, which stops it at the end); `stop` and `start` again
+    keep the port, as a restarted production Redis would. No persistence: a restart comes back
+    empty (queued messages, rate-limit counters and sign-in counters are gone)."""
+
+    def __init__(self, workdir: Path, *, port: int | None = None):
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def ping(self) -> bool:
+        result = subprocess.run(
+            ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, timeout=5
+        )
+        return result.returncode == 0 and result.stdout.strip() == b"PONG"
+
+    def start(self) -> None:
+        self.starts += 1
+        subprocess.run(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--daemonize", "yes",
+             "--pidfile", str(self.workdir / "redis.pid"),
+             "--logfile", str(self.workdir / f"redis-{self.starts}.log"),
+             "--dir", str(self.workdir)],
+            check=True,
+            timeout=10,
+        )  # fmt: skip
+        wait_for(self.ping, timeout=10, what=f"redis on {self.port} started")
+
+    def stop(self) -> None:
+        """SHUTDOWN NOSAVE: clients see their connections closed and new ones refused."""
+        subprocess.run(
+            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"],
+            capture_output=True,
+            timeout=5,
+        )
+        wait_for(lambda: not self.ping(), timeout=10, what=f"redis on {self.port} stopped")
+
+    def close(self) -> None:
+        if self.ping():
+            self.stop()
 
 
 class PgBouncer:

@@ -178,8 +178,10 @@ def test_a_line_outside_any_request_has_a_dash_for_request_id():
 
 
 def test_plain_is_the_default_outside_production():
-    assert settings.LOG_FORMAT == "plain"
-    assert settings.LOGGING["handlers"]["console"]["formatter"] == "plain"
+    with LogCapture(settings.LOGGING["handlers"]["console"]["formatter"]) as logs:
+        logging.getLogger("storefront.test").warning("outside")
+
+    assert re.fullmatch(r"\S+ \S+ WARNING storefront\.test \[-\] outside", logs.lines()[0])
 
 
 def test_json_is_the_production_default_and_log_format_switches_it():

@@ -73,6 +73,16 @@ class ThrowawayPostgres:
         )
         assert result.returncode == 0, result.stdout + result.stderr
 
+    def running(self) -> bool:
+        status = [*as_postgres_user(), str(self.pg_ctl), "status", "-D", str(self.data)]
+        return subprocess.run(status, capture_output=True, timeout=30).returncode == 0
+
+    def ensure_running(self) -> None:
+        """Starts the server again if a fault left it stopped (pg_ctl restart starts a stopped
+        server with the options of its first start)."""
+        if not self.running():
+            self.restart("fast")
+
 
 def run_sql(url: str, *statements: str) -> list:
     """Runs each statement on a connection of its own (autocommit); the last one's rows."""

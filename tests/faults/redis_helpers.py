@@ -1,70 +1,16 @@
-"""Pieces of the Redis fault test: a Redis of its own that can be stopped and started again on
-the same port, gunicorn under the production settings, and a paced load client that records
-every answer.
+"""Pieces of the Redis fault test: a paced load client that records every answer, and a
+browser signing in (its Redis of its own is tests.servers.ThrowawayRedis).
 
 Everything listens on 127.0.0.1 and every loop is bounded by a deadline.
 """
 
 import contextlib
 import re
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import requests
-
-from tests.servers import free_port
-from tests.webhooks.conftest import wait_until
-
-
-class ThrowawayRedis:
-    """A redis-server in `workdir` on a free loopback port; `stop` and `start` again keep the
-    port, as a restarted production Redis would. No persistence: a restart comes back empty
-    (queued messages, rate-limit counters and sign-in counters are gone)."""
-
-    def __init__(self, workdir: Path):
-        self.workdir = workdir
-        self.port = free_port()
-        self.starts = 0
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def ping(self) -> bool:
-        result = subprocess.run(
-            ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, timeout=5
-        )
-        return result.returncode == 0 and result.stdout.strip() == b"PONG"
-
-    def start(self) -> None:
-        self.starts += 1
-        subprocess.run(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--daemonize", "yes",
-             "--pidfile", str(self.workdir / "redis.pid"),
-             "--logfile", str(self.workdir / f"redis-{self.starts}.log"),
-             "--dir", str(self.workdir)],
-            check=True,
-            timeout=10,
-        )  # fmt: skip
-        wait_until(self.ping, timeout=10, message=f"redis on {self.port} started")
-
-    def stop(self) -> None:
-        """SHUTDOWN NOSAVE: clients see their connections closed and new ones refused."""
-        subprocess.run(
-            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"],
-            capture_output=True,
-            timeout=5,
-        )
-        wait_until(lambda: not self.ping(), timeout=10, message=f"redis on {self.port} stopped")
-
-    def close(self) -> None:
-        if self.ping():
-            self.stop()
-
 
 # --- load -----------------------------------------------------------------------------------
 

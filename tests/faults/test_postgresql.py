@@ -39,7 +39,7 @@ from tests.faults.harness import (
     terminate_backends,
 )
 from tests.servers import PgBouncer
-from tests.webhooks.conftest import destination_for, wait_until
+from tests.webhooks.conftest import WORKER_ENV, destination_for, wait_until
 from tests.webhooks.test_worker_send_slots import (  # noqa: F401 (start_worker: a fixture)
     CountingReceiver,
     live_slots,
@@ -54,6 +54,14 @@ CLIENTS = 4
 WORKERS = 2
 LOAD_BEFORE_FAULT = 2.0
 LOAD_AFTER_FAULT = 7.0
+
+
+@pytest.fixture(autouse=True)
+def suite_postgresql_left_running():
+    """The faults restart the suite's own PostgreSQL: one that failed midway leaves it running
+    for every later test."""
+    yield
+    ThrowawayPostgres().ensure_running()
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +200,20 @@ def holding_receiver():
     server.close()
 
 
+def unsent_report(unsent, worker) -> str:
+    """The deliveries left unsent, and what the worker logged beyond routine."""
+    columns = ("id", "status", "attempts", "next_attempt_at", "enqueued_at", "lease_until")
+    rows = [dict(zip(columns, row, strict=True)) for row in unsent.values_list(*columns)]
+    logged = [
+        line
+        for line in worker.log_path.read_text(errors="replace").splitlines()
+        if any(word in line for word in ("WARNING", "ERROR", "Traceback", "Error", "exceeded"))
+    ]
+    return "\n".join(
+        [f"{len(rows)} unsent deliveries:", *map(str, rows[:20]), "worker log:", *logged[-40:]]
+    )
+
+
 def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     tmp_path,
     owner,
@@ -206,11 +228,12 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
         through_bouncer = database_url(name=connection.settings_dict["NAME"], port=bouncer.port)
         # docs/scaling.md: a connection per request behind PgBouncer in transaction mode, which
         # also sends the per-request reads unprepared (DATABASE_PREPARED_STATEMENTS follows);
-        # the webhook worker's processes go through the same PgBouncer
-        start_worker(
-            {"DATABASE_URL": through_bouncer, "DATABASE_CONN_MAX_AGE": "0"},
-            concurrency=4,
-            beat=False,
+        # the webhook worker's processes go through the same PgBouncer. As in production, the
+        # worker runs beat (the sweeper queues what a drain killed at its time limit leaves),
+        # and the web processes share the worker's webhook timings (a drain marker they set
+        # lives WEBHOOKS_LEASE_SECONDS, the drain's time limit, not production's 60 s).
+        worker = start_worker(
+            {"DATABASE_URL": through_bouncer, "DATABASE_CONN_MAX_AGE": "0"}, concurrency=4
         )
         with load_server(
             tmp_path,
@@ -218,15 +241,17 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
             workers=WORKERS,
             DATABASE_URL=through_bouncer,
             DATABASE_CONN_MAX_AGE="0",
+            **WORKER_ENV,
         ) as gunicorn:
             load, fault_at = run_load(gunicorn.base, owner, "pgbouncer")
             errors = gunicorn.log_lines("ERROR", "Traceback")
-        deliveries = WebhookDelivery.objects.filter(destination__store=owner["store"])
-        wait_until(
-            lambda: deliveries.exclude(status=WebhookDelivery.STATUS_SUCCEEDED).count() == 0,
-            timeout=90,
-            message="every coupon's delivery sent through PgBouncer",
+        unsent = WebhookDelivery.objects.filter(destination__store=owner["store"]).exclude(
+            status=WebhookDelivery.STATUS_SUCCEEDED
         )
+        try:
+            wait_until(lambda: not unsent.exists(), timeout=90, message="every delivery sent")
+        except AssertionError as timed_out:
+            raise AssertionError(f"{timed_out}\n{unsent_report(unsent, worker)}") from None
 
     found = figures(load.outcomes, fault_at=fault_at, recovery_target=RECOVERY_TARGET)
     report("pgbouncer", found, errors_logged(gunicorn))
@@ -246,7 +271,8 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     assert set(received) == events
     assert max(received.values()) == 1
     assert 1 <= holding_receiver.most_in_flight <= settings.WEBHOOKS_DESTINATION_CONCURRENCY
-    assert live_slots() == 0
+    # released just after each outcome is recorded; a slot left taken would hold its 3 s lease
+    wait_until(lambda: live_slots() == 0, timeout=1, message="every send slot released")
     print(
         f"   webhooks through PgBouncer: {len(received)} events pushed once each, "
         f"at most {holding_receiver.most_in_flight} in flight"

@@ -13,6 +13,7 @@ from oauth_cli.models import Installation
 from oauth_cli.selectors import token_checksum
 from tests.oauth_cli.flow import (
     REDIRECT_URI,
+    approve,
     authorize_params,
     authorize_url,
     consent,
@@ -417,14 +418,30 @@ def test_consent_form_may_only_post_here_and_redirect_to_the_callback(
     assert form_action in response["Content-Security-Policy"]
 
 
-@pytest.mark.parametrize("field", ["state", "scope", "code_challenge", "redirect_uri", "client_id"])
-def test_nul_bytes_in_authorize_parameters_are_errors_not_500(signed_in, field):
+@pytest.mark.parametrize(
+    ("field", "status", "error"),
+    [
+        # state is opaque to the server: the consent page is shown, and it goes back as sent
+        ("state", 200, None),
+        ("scope", 302, "invalid_scope"),
+        ("code_challenge", 302, "invalid_request"),
+        ("redirect_uri", 400, "invalid_request"),
+        ("client_id", 400, "invalid_client"),
+    ],
+)
+def test_a_nul_byte_in_an_authorize_parameter_has_one_answer(signed_in, field, status, error):
     params = authorize_params()
     params[field] = params[field] + "\x00"
 
     response = signed_in.get(authorize_url(params))
 
-    assert response.status_code in (200, 302, 400)
+    assert response.status_code == status
+    if status == 200:
+        assert approve(signed_in, params)["state"] == params["state"]
+    elif status == 302:
+        assert query_of(response["Location"])["error"] == error
+    elif status == 400:
+        assert response.json()["error"] == error
 
 
 def test_auth_token_is_single_use_even_when_a_stale_session_copy_is_saved_back(signed_in, user):

@@ -3,9 +3,9 @@ events recorded and committed here are delivered by the worker to the local rece
 
 import itertools
 import os
-import subprocess
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -13,6 +13,7 @@ from django.conf import settings
 from standardwebhooks import Webhook
 
 from tests.concurrency import run_at_once
+from tests.servers import ThrowawayRedis
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
 from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
@@ -160,57 +161,21 @@ def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):
 def test_redis_outage_during_recording_delays_but_loses_nothing(celery_worker, store, receiver):
     destination_for(store, receiver.url)
     receiver.respond = first_attempt_fails(receiver)
-    redis_port = urlsplit(settings.REDIS_URL).port
-    workdir = os.environ["STOREFRONT_TEST_WORKDIR"]
+    # the suite's Redis, restarted with bin/with-test-services' pid file and directory
+    suite_redis = ThrowawayRedis(
+        Path(os.environ["STOREFRONT_TEST_WORKDIR"]), port=urlsplit(settings.REDIS_URL).port
+    )
     before = [record_order_completed(store, order_id=n) for n in range(1, 4)]
 
-    # when Redis stops while events are recorded (their queue messages cannot be sent)
-    subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], check=False)
-    wait_until(
-        lambda: (
-            subprocess.run(
-                ["redis-cli", "-p", str(redis_port), "ping"], capture_output=True
-            ).returncode
-            != 0
-        ),
-        timeout=10,
-        message="redis stopped",
-    )
-    during = [record_order_completed(store, order_id=n) for n in range(4, 10)]
-    time.sleep(1.5)
-    # restarted with bin/with-test-services' command line (empty: queued messages are gone)
-    subprocess.run(
-        [
-            "redis-server",
-            "--port",
-            str(redis_port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "yes",
-            "--pidfile",
-            f"{workdir}/redis.pid",
-            "--logfile",
-            f"{workdir}/redis.log",
-            "--dir",
-            workdir,
-        ],
-        check=True,
-    )
-    wait_until(
-        lambda: (
-            subprocess.run(
-                ["redis-cli", "-p", str(redis_port), "ping"], capture_output=True
-            ).returncode
-            == 0
-        ),
-        timeout=10,
-        message="redis restarted",
-    )
+    try:
+        # when Redis stops while events are recorded (their queue messages cannot be sent)
+        suite_redis.stop()
+        during = [record_order_completed(store, order_id=n) for n in range(4, 10)]
+        time.sleep(1.5)
+    finally:
+        # and starts again (empty: queued messages are gone), whatever happened meanwhile
+        if not suite_redis.ping():
+            suite_redis.start()
 
     # then the sweeper queues the deliveries again and all of them succeed
     all_final(timeout=60)
