@@ -10,7 +10,7 @@ from config.settings.base import VAR_DIR
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-# `make run` seeds its demo user, store and key (accounts/management/commands/seed_demo.py).
+# `make run` seeds its demo user, store and key (stores/management/commands/seed_demo.py).
 SEED_DEMO_ALLOWED = True
 
 SILENCED_SYSTEM_CHECKS = [
