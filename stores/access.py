@@ -18,7 +18,7 @@ from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from config.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
-from stores.selectors import membership_for_slug
+from stores.selectors import membership_default, membership_for_slug
 
 STORE_HEADER = "X-STORE"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -49,7 +49,7 @@ def resolve_store_context(request) -> StoreContext:
     elif credential.requires_store_header:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
     elif credential.current_store_id is not None:
-        membership = credential.default_membership  # the current store's, never another
+        membership = membership_default(credential=credential)  # the current store's only
         if membership is None:
             # Spec "Authentication" rule 2: the first store is the fallback only when no current
             # store is selected; an integration pinned to one store must never act on another.
@@ -66,7 +66,7 @@ def resolve_store_context(request) -> StoreContext:
             param=STORE_HEADER,
         )
     else:
-        membership = credential.default_membership  # the first accessible store's
+        membership = membership_default(credential=credential)  # the first accessible store's
         if membership is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
     context = StoreContext(
