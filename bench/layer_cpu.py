@@ -6,7 +6,9 @@ ping-auth at >= 30% of the trivial view's throughput, i.e. ping time / ping-auth
 The event poll and the deliveries list show the effect on real endpoints. Run under
 bin/with-test-services (see docs/benchmarks/layer.md):
 
-    bin/with-test-services .venv/bin/python bench/layer_cpu.py --compare /tmp/layer-before
+    bin/with-test-services .venv/bin/python bench/layer_cpu.py --compare ../storefront-before
+
+(`--compare`: a checkout of the code to compare with, with its own `.venv`.)
 
 Each checkout is timed in its own process (Django test client, production settings, real
 PostgreSQL and Redis), alternating which goes first, `--rounds` times; each figure is the
@@ -15,7 +17,8 @@ median over rounds of the best per-request time of `--repeat` batches of 20 requ
 `--cpu` times CPU instead of the clock: the Django process's and its PostgreSQL backend's
 (its /proc schedstat) per request, best of `--repeat` batches of 100. On a host whose other load
 comes and goes, waiting for a core inflates the clock but not the CPU a request uses; when the
-host is saturated, throughput is the inverse of that CPU time.
+host is saturated, throughput is the inverse of that CPU time. Set DATABASE_CONN_MAX_AGE=3600
+so that each process keeps one PostgreSQL backend.
 """
 
 import argparse
