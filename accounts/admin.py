@@ -11,8 +11,8 @@ from accounts.abilities import GRANTABLE_ABILITIES
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create, api_key_expiry_validate, api_key_revoke
+from config.admin_filters import store_slug_filter
 from config.api.errors import ValidationFailed
-from stores.admin_filters import store_slug_filter
 
 # Django's UserAdmin already refuses query-string lookups on the password hash.
 admin.site.register(User, UserAdmin)

@@ -1,10 +1,6 @@
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from accounts.abilities import expand_abilities
-
-if TYPE_CHECKING:
-    from stores.models import Membership
 
 CREDENTIAL_API_KEY = "api_key"
 CREDENTIAL_OAUTH = "oauth"
@@ -26,9 +22,6 @@ class Credential:
     current_store_deleted: bool = False
     api_key_id: int | None = None
     access_token_id: int | None = None
-    # API keys: the membership (store attached) a request without X-STORE acts through, read
-    # with the key (stores.selectors.API_KEY_DEFAULT_MEMBERSHIP_LATERAL); None when there is none.
-    default_membership: "Membership | None" = field(default=None, compare=False, repr=False)
 
     @property
     def requires_store_header(self) -> bool:

@@ -3,6 +3,5 @@ from config.api.routers import ApiRouter
 
 router = ApiRouter()
 router.register("me", views.MeViewSet, basename="me")
-router.register("permissions", views.PermissionsViewSet, basename="permissions")
 
 urlpatterns = router.urls

@@ -185,3 +185,9 @@ class ListTotals:
                     [store, *values],
                 )
         return drift
+
+
+# The maintained totals by the name `manage.py recount_lists` reports them under. Each owning
+# app registers its own in AppConfig.ready, so the command (a stores command) imports no app
+# above stores (docs/decisions/layer.md "A layered house").
+registered: dict[str, ListTotals] = {}

@@ -3,10 +3,10 @@ services, so every change is validated and journalled like an API change."""
 
 from django.contrib import admin, messages
 
+from config.admin_filters import StoreSlugFilter
 from config.api.errors import ApiError
 from coupons.models import Coupon
 from coupons.services import coupon_delete, coupon_restore
-from stores.admin_filters import StoreSlugFilter
 
 
 class DeletedFilter(admin.SimpleListFilter):

@@ -3,3 +3,9 @@ from django.apps import AppConfig
 
 class CouponsConfig(AppConfig):
     name = "coupons"
+
+    def ready(self):
+        from config.list_totals import registered
+        from coupons.models import COUPON_TOTALS
+
+        registered["coupons"] = COUPON_TOTALS

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
+from config.admin_filters import StoreSlugFilter
 from events.models import Event, EventPruneMark
-from stores.admin_filters import StoreSlugFilter
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

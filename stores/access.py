@@ -4,8 +4,9 @@ Every store-scoped view uses `StorePermission`: it resolves the store from X-STO
 API key's current/first store), re-checks the membership, and requires the view's area
 permission from key abilities ∩ role permissions. The result is `request.store`.
 
-Both checks fail closed: a view that forgets to say what it requires is a configuration error
-(ImproperlyConfigured, a 500), never an open door. Opting out is explicit (`None`).
+It fails closed, as accounts.permissions.HasAbility does: a view that forgets to say what it
+requires is a configuration error (ImproperlyConfigured, a 500), never an open door. Opting out
+is explicit (`None`).
 """
 
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from config.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
-from stores.selectors import membership_for_slug
+from stores.selectors import membership_default, membership_for_slug
 
 STORE_HEADER = "X-STORE"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -48,7 +49,7 @@ def resolve_store_context(request) -> StoreContext:
     elif credential.requires_store_header:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
     elif credential.current_store_id is not None:
-        membership = credential.default_membership  # the current store's, never another
+        membership = membership_default(credential=credential)  # the current store's only
         if membership is None:
             # Spec "Authentication" rule 2: the first store is the fallback only when no current
             # store is selected; an integration pinned to one store must never act on another.
@@ -65,7 +66,7 @@ def resolve_store_context(request) -> StoreContext:
             param=STORE_HEADER,
         )
     else:
-        membership = credential.default_membership  # the first accessible store's
+        membership = membership_default(credential=credential)  # the first accessible store's
         if membership is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
     context = StoreContext(
@@ -114,36 +115,4 @@ class ApiKeyOnly(BasePermission):
             return False
         if request.auth.type != CREDENTIAL_API_KEY:
             raise Forbidden("v1 endpoints accept API keys only; use the v2 API with OAuth.")
-        return True
-
-
-def _serves(view, method: str) -> bool:
-    """Whether `view` answers `method` (DRF checks permissions before it answers 405)."""
-    if method == "OPTIONS":
-        # APIView always has options(); without a metadata class it answers 405.
-        return view.metadata_class is not None
-    return method.lower() in view.http_method_names and hasattr(view, method.lower())
-
-
-class HasAbility(BasePermission):
-    """Requires an account-level ability: `view.required_abilities` maps each method the view
-    serves to an ability, or to None (deliberately none). An unlisted method is a
-    configuration error, not a free pass."""
-
-    def has_permission(self, request, view):
-        if request.auth is None:
-            return False
-        # HEAD is a GET without a body: it needs what GET needs.
-        method = "GET" if request.method == "HEAD" else request.method
-        required = getattr(view, "required_abilities", {})
-        if method not in required:
-            if not _serves(view, method):
-                return True  # the view answers 405
-            raise ImproperlyConfigured(
-                f"{type(view).__name__} serves {method} but `required_abilities` does not "
-                "list it; map it to an ability, or to None to require none."
-            )
-        ability = required[method]
-        if ability is not None and not request.auth.grants(ability):
-            raise Forbidden(f"This credential lacks the '{ability}' ability.")
         return True

@@ -14,6 +14,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from accounts.serializers import CREDENTIAL_TYPES, SortedStringsField
 from config.api.fields import StrictCharField
 from stores.models import Store
 from stores.services import RESERVED_SLUGS
@@ -111,7 +112,20 @@ class StoreCreatedSerializer(StoreSerializer):
         return settings.BASE_URL + reverse("admin:stores_store_change", args=[store.pk])
 
 
-# OpenAPI examples (spec "Store (v2)"), used by stores/views.py.
+class PermissionsSerializer(serializers.Serializer):
+    """What a credential may do in a store: `{"credential", "store_context",
+    "role_permissions"}`, rendered for /permissions."""
+
+    credential_type = serializers.ChoiceField(choices=CREDENTIAL_TYPES, source="credential.type")
+    key_abilities = SortedStringsField(source="credential.abilities")
+    store_access = serializers.ChoiceField(
+        choices=["all", "selected"], source="credential.store_access"
+    )
+    store_permissions = SortedStringsField(source="role_permissions")
+    effective_abilities = SortedStringsField(source="store_context.effective_abilities")
+
+
+# OpenAPI examples (spec "Store (v2)" and "Permissions"), used by stores/views.py.
 STORE_EXAMPLE = {"id": "7", "slug": "acme-outdoor", "name": "Acme Outdoor"}
 STORE_CREATE_EXAMPLE = {"name": "Acme Outdoor", "slug": "acme-outdoor"}
 STORE_CREATED_EXAMPLE = {
@@ -119,4 +133,11 @@ STORE_CREATED_EXAMPLE = {
     "visibility": "PUBLIC",
     "storefront_url": "https://acme-outdoor.storefront.example.com",
     "dashboard_url": "https://storefront.example.com/admin/stores/store/7/change/",
+}
+PERMISSIONS_EXAMPLE = {
+    "credential_type": "api_key",
+    "key_abilities": ["account:read", "coupon", "invoice:read"],
+    "store_access": "all",
+    "store_permissions": ["coupon:read", "coupon:write", "invoice:read", "invoice:write"],
+    "effective_abilities": ["account:read", "coupon:read", "coupon:write", "invoice:read"],
 }

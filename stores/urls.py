@@ -3,5 +3,6 @@ from stores import views
 
 router = ApiRouter()
 router.register("stores", views.StoreViewSet, basename="store")
+router.register("permissions", views.PermissionsViewSet, basename="permissions")
 
 urlpatterns = router.urls

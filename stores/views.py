@@ -3,16 +3,24 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import status, viewsets
 from rest_framework.response import Response
 
-from accounts.abilities import ACCOUNT_READ, STORES_CREATE
+from accounts.abilities import ACCOUNT_READ, ROLE_PERMISSIONS, STORES_CREATE
+from accounts.permissions import HasAbility
 from config.api.idempotency import idempotent
-from config.api.schema import data_envelope, error_responses, response_example
-from stores.access import HasAbility
+from config.api.schema import (
+    STORE_HEADER_PARAMETER,
+    data_envelope,
+    error_responses,
+    response_example,
+)
+from stores.access import StorePermission, resolve_store_context
 from stores.models import Store
 from stores.selectors import stores_accessible
 from stores.serializers import (
+    PERMISSIONS_EXAMPLE,
     STORE_CREATE_EXAMPLE,
     STORE_CREATED_EXAMPLE,
     STORE_EXAMPLE,
+    PermissionsSerializer,
     StoreCreatedSerializer,
     StoreCreateSerializer,
     StoreSerializer,
@@ -89,3 +97,32 @@ class StoreViewSet(viewsets.GenericViewSet):
     )
     def retrieve(self, request, store: str):
         return Response({"data": StoreSerializer(self.get_object()).data})
+
+
+class PermissionsViewSet(viewsets.GenericViewSet):
+    """GET /api/v2/permissions: what the credential may do in the selected store."""
+
+    singleton = True
+    permission_classes = [StorePermission]
+    # Any valid credential with a resolvable store may ask what it may do (docs/decisions.md).
+    permission_area = None
+    serializer_class = PermissionsSerializer
+
+    @extend_schema(
+        operation_id="permissions_retrieve",
+        summary="What the credential may do in the selected store",
+        parameters=[STORE_HEADER_PARAMETER],
+        responses={
+            200: data_envelope("PermissionsResponse", PermissionsSerializer),
+            **error_responses(403),
+        },
+        examples=[response_example("Permissions", {"data": PERMISSIONS_EXAMPLE})],
+    )
+    def retrieve(self, request):
+        context = resolve_store_context(request)
+        permissions = {
+            "credential": request.auth,
+            "store_context": context,
+            "role_permissions": ROLE_PERMISSIONS[context.membership.role],
+        }
+        return Response({"data": self.get_serializer(permissions).data})

@@ -7,8 +7,8 @@ from django.urls import reverse
 from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
+from config.admin_filters import StoreSlugFilter
 from config.api.errors import ApiError, RateLimited
-from stores.admin_filters import StoreSlugFilter
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (

@@ -20,7 +20,7 @@ if "DATABASE_URL" not in os.environ:
 
 from config.settings.base import *  # noqa: E402, F403
 
-# `make run` seeds its demo user, store and key (accounts/management/commands/seed_demo.py).
+# `make run` seeds its demo user, store and key (stores/management/commands/seed_demo.py).
 SEED_DEMO_ALLOWED = True
 
 SILENCED_SYSTEM_CHECKS = [

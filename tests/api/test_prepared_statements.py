@@ -8,6 +8,7 @@ from django.db import ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import ApiKey
+from accounts.selectors import credential_for_api_key
 from tests.factories import MembershipFactory, make_api_key
 
 STATEMENTS = {
@@ -55,6 +56,19 @@ def test_each_session_prepares_the_statements_once(store_client):
     assert not STATEMENTS & prepared_in_session()
     get_me_and_coupons(store_client)
     assert prepared_in_session() >= STATEMENTS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_without_x_store_reads_its_store_through_a_prepared_statement(
+    client_for, user, store
+):
+    connection.close()
+    client = client_for(make_api_key(user))
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(2):
+            assert client.get("/api/v2/permissions").status_code == 200
+    assert executed(queries).count("EXECUTE storefront_membership_default") == 2
+    assert "storefront_membership_default" in prepared_in_session()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -135,11 +149,9 @@ def test_a_statement_whose_result_type_changed_is_prepared_again(request, store_
 
 @pytest.mark.django_db(transaction=True)
 def test_inside_a_transaction_a_lost_statement_is_an_error(store_client):
-    from accounts.selectors import _live_api_key_row
-
     get_me_and_coupons(store_client)
     with connection.cursor() as cursor:
         cursor.execute("DISCARD ALL")
     # the transaction is aborted by the failed EXECUTE: nothing to retry in it
     with pytest.raises(ProgrammingError), transaction.atomic():
-        _live_api_key_row("0" * 64)
+        credential_for_api_key("sf_unknown")

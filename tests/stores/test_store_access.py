@@ -9,10 +9,10 @@ from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
 from accounts.abilities import ROLE_STAFF
-from accounts.views import PermissionsViewSet as AccountPermissionsView
-from stores.access import HasAbility, StorePermission
+from accounts.permissions import HasAbility
+from stores.access import StorePermission
 from stores.models import Membership
-from stores.views import StoreViewSet
+from stores.views import PermissionsViewSet, StoreViewSet
 from tests.factories import MembershipFactory, StoreFactory, make_api_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
@@ -286,7 +286,7 @@ def routed_api_views(patterns=None):
 def test_every_routed_view_says_what_it_requires():
     # The runtime check raises on the first request; this finds a forgotten rule before that.
     routes = list(routed_api_views())
-    assert AccountPermissionsView in {view for view, _ in routes}
+    assert PermissionsViewSet in {view for view, _ in routes}
     assert (StoreViewSet, {"GET", "POST"}) in routes
     for view, served in routes:
         permissions = view.permission_classes

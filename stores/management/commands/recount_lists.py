@@ -1,10 +1,7 @@
-from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
+from django.core.management.base import BaseCommand
+from django.db import transaction
 
-from coupons.models import COUPON_TOTALS
-from webhooks.models import DELIVERY_TOTALS
-
-LISTS = {"coupons": COUPON_TOTALS, "deliveries": DELIVERY_TOTALS}
+from config.list_totals import registered
 
 
 class Command(BaseCommand):
@@ -19,10 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--store", type=int, default=None, help="only this store id")
 
     def handle(self, *args, store=None, **options):
-        if connection.vendor != "postgresql":
-            raise CommandError("The list totals are kept on PostgreSQL only.")
         drifted = 0
-        for name, totals in LISTS.items():
+        for name, totals in registered.items():
             with transaction.atomic():
                 drift = totals.recount(store_id=store)
             for entry in drift:

@@ -1,4 +1,8 @@
-"""The "by store" filter of every admin changelist that lists rows of many stores."""
+"""The "by store" filter of every admin changelist that lists rows of many stores.
+
+In the shared layer, as it imports no app: accounts' API key admin uses it too, and accounts
+sits below stores (docs/decisions/layer.md "A layered house").
+"""
 
 from django.contrib import admin
 
