@@ -94,8 +94,7 @@ class CouponTotal(models.Model):
 
     Maintained by PostgreSQL triggers on coupons_coupon in the writer's transaction
     (COUPON_TOTALS, migration 0002); no code writes it but `manage.py recount_lists`. No row
-    means the store has no coupons. Not maintained on SQLite (`make run`), where the list
-    counts instead.
+    means the store has no coupons.
     """
 
     store = models.OneToOneField(
