@@ -18,9 +18,9 @@ class DeletedFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            return queryset.filter(deleted_at__isnull=False)
+            return queryset.deleted()
         if self.value() == "no":
-            return queryset.filter(deleted_at__isnull=True)
+            return queryset.live()
         return queryset
 
 
@@ -84,8 +84,8 @@ class CouponAdmin(admin.ModelAdmin):
 
     @admin.action(description="Soft-delete the selected coupons", permissions=["manage"])
     def soft_delete(self, request, queryset):
-        self._run(request, queryset.filter(deleted_at__isnull=True), coupon_delete, "deleted")
+        self._run(request, queryset.live(), coupon_delete, "deleted")
 
     @admin.action(description="Restore the selected deleted coupons", permissions=["manage"])
     def restore(self, request, queryset):
-        self._run(request, queryset.filter(deleted_at__isnull=False), coupon_restore, "restored")
+        self._run(request, queryset.deleted(), coupon_restore, "restored")

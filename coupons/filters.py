@@ -6,7 +6,6 @@ ValidationError, which the one exception handler answers as a 422 naming each pa
 
 import django_filters
 from django import forms
-from django_filters.utils import translate_validation
 from drf_spectacular.utils import extend_schema_field
 
 from coupons.models import Coupon
@@ -14,7 +13,7 @@ from coupons.selectors import (
     TRASHED_ONLY,
     TRASHED_WITH,
     TRASHED_WITHOUT,
-    coupon_list_filter_trashed,
+    coupon_listing,
 )
 
 BOOLEAN_VALUES = {"true": True, "1": True, "false": False, "0": False}
@@ -66,24 +65,27 @@ class CouponListFilter(django_filters.FilterSet):
         model = Coupon
         fields = ["with_trashed", "only_trashed"]
 
-    @classmethod
-    def trashed_of(cls, request) -> str:
-        """The listing the request asks for; a malformed value is a 422 naming its parameter,
-        as DjangoFilterBackend raises it. Without either parameter the answer is `without`,
-        known without building the form (django-filter was 5% of a list request, issue 14)."""
-        if not any(name in request.query_params for name in cls.base_filters):
-            return TRASHED_WITHOUT
-        filterset = cls(request.query_params, queryset=Coupon.objects.none(), request=request)
-        if not filterset.is_valid():
-            raise translate_validation(filterset.errors)
-        return filterset.trashed()
+    # Without either parameter there is nothing to check, and the form (django-filter builds
+    # its class per request) is not built: it was a fifth of the list's own time
+    # (docs/benchmarks/coupons.md "Fast paths (issue 22)").
+    def is_valid(self) -> bool:
+        return not self._asked() or super().is_valid()
+
+    @property
+    def errors(self):
+        return super().errors if self._asked() else {}
+
+    def _asked(self) -> bool:
+        return any(name in self.data for name in self.filters)
 
     def filter_queryset(self, queryset):
         # The two parameters decide together, so they filter here rather than one by one.
-        return coupon_list_filter_trashed(queryset, self.trashed())
+        return coupon_listing(queryset, store=self.request.store, trashed=self.trashed())
 
     def trashed(self) -> str:
         """`without`, `with` or `only`, from a valid form."""
+        if not self._asked():
+            return TRASHED_WITHOUT
         if self.form.cleaned_data.get("only_trashed"):
             return TRASHED_ONLY
         if self.form.cleaned_data.get("with_trashed"):

@@ -14,6 +14,16 @@ PERCENTAGE_DISCOUNT_RULE = (
 )
 
 
+class CouponQuerySet(models.QuerySet):
+    def live(self) -> "CouponQuerySet":
+        """Coupons not soft-deleted: the only ones that can be read, changed or applied, and
+        whose codes are unique in their store."""
+        return self.filter(deleted_at__isnull=True)
+
+    def deleted(self) -> "CouponQuerySet":
+        return self.filter(deleted_at__isnull=False)
+
+
 class Coupon(models.Model):
     """A store's discount code (spec "Coupon (v1)"); deleted coupons keep their row.
 
@@ -37,6 +47,8 @@ class Coupon(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CouponQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -82,8 +94,7 @@ class CouponTotal(models.Model):
 
     Maintained by PostgreSQL triggers on coupons_coupon in the writer's transaction
     (COUPON_TOTALS, migration 0002); no code writes it but `manage.py recount_lists`. No row
-    means the store has no coupons. Not maintained on SQLite (`make run`), where the list
-    counts instead.
+    means the store has no coupons.
     """
 
     store = models.OneToOneField(

@@ -188,11 +188,24 @@ class ExpiresAtField(serializers.DateTimeField):
         return in_utc
 
 
+class CodeField(StrictCharField):
+    """Its pattern states the length too, so a code over 64 characters broke both validators
+    with the same rule: one message per rule (issue 23). max_length stays for the schema."""
+
+    def run_validators(self, value):
+        try:
+            super().run_validators(value)
+        except serializers.ValidationError as error:
+            # By text: the two details carry different codes (max_length, invalid).
+            messages = list(dict.fromkeys(map(str, error.detail)))
+            raise serializers.ValidationError(messages) from None
+
+
 class CouponWriteSerializer(CouponSerializer):
     """A create or PATCH body: each writable field with its rule; other keys (id, store_id,
     timestamps, unknown ones) are ignored. PATCH (`partial=True`) checks the merged coupon."""
 
-    code = StrictCharField(
+    code = CodeField(
         max_length=64,
         trim_whitespace=False,
         validators=[RegexValidator(CODE_PATTERN, message=CODE_RULE)],

@@ -21,8 +21,10 @@ LIVE_CODE_CONSTRAINT = "coupon_store_live_code_uniq"
 
 
 def _live_code_taken(*, store_id: int, code: str, exclude_pk: int | None) -> bool:
-    same_code = Coupon.objects.alias(code_lower=Lower("code")).filter(
-        store_id=store_id, code_lower=code.lower(), deleted_at__isnull=True
+    same_code = (
+        Coupon.objects.live()
+        .alias(code_lower=Lower("code"))
+        .filter(store_id=store_id, code_lower=code.lower())
     )
     if exclude_pk is not None:
         same_code = same_code.exclude(pk=exclude_pk)
@@ -53,11 +55,9 @@ def _coupon_lock(coupon: Coupon, *, deleted: bool = False) -> Coupon:
     foreign key checks (FOR KEY SHARE) of every coupon written in the store, and deadlock a
     concurrent creation that holds the store's CouponTotal row which this write's trigger
     then waits for (tests/coupons/test_coupon_totals.py)."""
+    coupons = Coupon.objects.deleted() if deleted else Coupon.objects.live()
     locked = (
-        Coupon.objects.select_for_update(of=("self",))
-        .select_related("store")
-        .filter(pk=coupon.pk, deleted_at__isnull=not deleted)
-        .first()
+        coupons.select_for_update(of=("self",)).select_related("store").filter(pk=coupon.pk).first()
     )
     if locked is None:
         raise NotFound()
@@ -169,8 +169,9 @@ def coupon_apply(*, store: Store, code: str, order_total_cents: int) -> CouponAp
     if not isinstance(code, str) or not code:
         raise ValidationFailed.field(COUPON_CODE_FIELD, "is not a coupon of this store")
     coupon = (
-        Coupon.objects.alias(code_lower=Lower("code"))
-        .filter(store=store, code_lower=code.lower(), deleted_at__isnull=True)
+        Coupon.objects.live()
+        .alias(code_lower=Lower("code"))
+        .filter(store=store, code_lower=code.lower())
         .first()
     )
     if coupon is None:
@@ -184,7 +185,8 @@ def coupon_apply(*, store: Store, code: str, order_total_cents: int) -> CouponAp
             f"needs an order total of at least {coupon.minimum_amount} dollars",
         )
     counted = (
-        Coupon.objects.filter(pk=coupon.pk, deleted_at__isnull=True)
+        Coupon.objects.live()
+        .filter(pk=coupon.pk)
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .filter(Q(limit__isnull=True) | Q(times_used__lt=F("limit")))
         .update(times_used=F("times_used") + 1)

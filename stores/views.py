@@ -1,11 +1,17 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import status, viewsets
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
 from accounts.abilities import ACCOUNT_READ, ROLE_PERMISSIONS, STORES_CREATE
 from accounts.permissions import HasAbility
 from config.api.idempotency import idempotent
+from config.api.pagination import WholeListPagination
 from config.api.schema import (
     STORE_HEADER_PARAMETER,
     data_envelope,
@@ -28,28 +34,8 @@ from stores.serializers import (
 from stores.services import store_create
 
 
-class StoreViewSet(viewsets.GenericViewSet):
-    """Stores of the credential's user (narrowed to the key's selected stores, if any)."""
-
-    permission_classes = [HasAbility]
-    required_abilities = {"GET": ACCOUNT_READ, "POST": STORES_CREATE}
-    # The model for the schema's path parameter; get_queryset narrows it to the caller's stores.
-    queryset = Store.objects.none()
-    serializer_class = StoreSerializer
-    lookup_url_kwarg = "store"
-    lookup_value_regex = "[0-9]+"
-    # The list is every accessible store, unpaginated and unfiltered (DESIGN.md "Pagination"):
-    # `limit`, `page` or any other query parameter is ignored, as unknown parameters are.
-    pagination_class = None
-    filter_backends = []
-
-    def get_queryset(self):
-        return stores_accessible(credential=self.request.auth)
-
-    def get_serializer_class(self):
-        return StoreCreateSerializer if self.action == "create" else StoreSerializer
-
-    @extend_schema(
+@extend_schema_view(
+    list=extend_schema(
         operation_id="stores_list",
         summary="List the stores the credential can access",
         responses={
@@ -58,8 +44,26 @@ class StoreViewSet(viewsets.GenericViewSet):
         },
         examples=[response_example("Stores", {"data": [STORE_EXAMPLE]})],
     )
-    def list(self, request):
-        return Response({"data": StoreSerializer(self.get_queryset(), many=True).data})
+)
+class StoreViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Stores of the credential's user (narrowed to the key's selected stores, if any)."""
+
+    permission_classes = [HasAbility]
+    required_abilities = {"GET": ACCOUNT_READ, "POST": STORES_CREATE}
+    serializer_class = StoreSerializer
+    lookup_url_kwarg = "store"
+    lookup_value_regex = "[0-9]+"
+    # Every accessible store, unfiltered (DESIGN.md "Pagination").
+    pagination_class = WholeListPagination
+    filter_backends = []
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no credential
+            return Store.objects.none()
+        return stores_accessible(credential=self.request.auth)
+
+    def get_serializer_class(self):
+        return StoreCreateSerializer if self.action == "create" else StoreSerializer
 
     @extend_schema(
         operation_id="stores_create",

@@ -9,7 +9,13 @@ import hashlib
 import hmac
 
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiTypes, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiTypes,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -29,9 +35,7 @@ from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
     deliveries_of_store,
-    delivery_count,
     delivery_get,
-    delivery_page,
     destination_get,
     destination_secret_get,
     event_types_list,
@@ -256,6 +260,14 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
 
 
 @extend_schema(parameters=[STORE_HEADER_PARAMETER])
+@extend_schema_view(
+    list=extend_schema(
+        operation_id="webhook_deliveries_list",
+        summary="List the store's webhook deliveries",
+        description="The store's webhook deliveries, newest first.",
+        responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
+    )
+)
 class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = WebhookDeliverySerializer
     filter_backends = [DjangoFilterBackend]
@@ -270,27 +282,6 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request store
             return WebhookDelivery.objects.none()
         return deliveries_of_store(store=self.request.store)
-
-    @extend_schema(
-        operation_id="webhook_deliveries_list",
-        summary="List the store's webhook deliveries",
-        description="The store's webhook deliveries, newest first.",
-        responses={200: WebhookDeliverySerializer(many=True), **error_responses(403, 422)},
-    )
-    def list(self, request):
-        deliveries = self.filter_queryset(self.get_queryset())
-        store = request.store
-        # Unfiltered, the total is the store's maintained counter (O(1)); a filter's total is
-        # counted (O(matching rows), docs/decisions/webhooks.md).
-        filtered = WebhookDeliveryFilter.narrows(request)
-        page = self.paginator.paginate(
-            request,
-            fetch_page=lambda offset, limit: delivery_page(
-                deliveries, store=store, filtered=filtered, offset=offset, limit=limit
-            ),
-            count=lambda: delivery_count(deliveries, store=store, filtered=filtered),
-        )
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",

@@ -17,12 +17,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from config.api.errors import Conflict, ValidationFailed, api_exception_handler, request_id_of
 from config.api.models import IdempotencyKey
-from config.api.schema import idempotency_key_parameter, idempotent_replayed_header
 
 HEADER = "Idempotency-Key"
 # Printable ASCII, as HTTP header values travel reliably; the schema states the same pattern.
@@ -182,3 +181,35 @@ def idempotency_keys_prune() -> int:
     cutoff = timezone.now() - settings.IDEMPOTENCY_KEY_TTL
     deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
     return deleted
+
+
+def idempotent_replayed_header(statuses) -> OpenApiParameter:
+    """The response header of a stored outcome replayed under the same Idempotency-Key."""
+    return OpenApiParameter(
+        "Idempotent-Replayed",
+        str,
+        OpenApiParameter.HEADER,
+        enum=["true"],
+        response=sorted(statuses),
+        required=False,
+        description="`true` when this is the stored response of an earlier request with the "
+        "same Idempotency-Key; absent on the first execution.",
+    )
+
+
+def idempotency_key_parameter(*, required: bool, min_length: int, max_length: int = 255):
+    """The Idempotency-Key header as `idempotency_key_from` checks it."""
+    return OpenApiParameter(
+        "Idempotency-Key",
+        {
+            "type": "string",
+            "minLength": min_length,
+            "maxLength": max_length,
+            "pattern": KEY_PATTERN_SOURCE,
+        },
+        OpenApiParameter.HEADER,
+        required=required,
+        description=f"{min_length} to {max_length} printable ASCII characters; reuse it only "
+        "to retry the identical request (24 hours). A replay answers the stored response "
+        "with `Idempotent-Replayed: true`.",
+    )

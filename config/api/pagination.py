@@ -1,16 +1,17 @@
-"""The one paginator: Laravel's LengthAwarePaginator output (DESIGN.md "Pagination").
+"""The list styles of the spec (DESIGN.md "Pagination"), one paginator class each; the event
+journal's cursor is the third (events/pagination.py).
 
-`{data, links: {first,last,prev,next}, meta: {current_page, from, last_page, links, path,
-per_page, to, total}}`; `limit` 1..100 (default 15) and `page` >= 1, otherwise 422.
+LaravelPagination: Laravel's LengthAwarePaginator output, `{data, links: {first,last,prev,next},
+meta: {current_page, from, last_page, links, path, per_page, to, total}}`; `limit` 1..100
+(default 15) and `page` >= 1, otherwise 422. WholeListPagination: `{data}`, every row.
 """
 
 import math
 import re
-from collections.abc import Callable
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import IntegerField, Subquery
+from django.db.models import Expression, IntegerField, QuerySet, Subquery
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
@@ -22,7 +23,13 @@ ON_EACH_SIDE = 3  # Laravel's default window around the current page
 # int() would also take "1_0", " 5", "+5" and "\uff15" (a full-width 5): only ASCII digits count.
 INTEGER_PATTERN = re.compile(r"-?[0-9]+")
 # The page's rows carry the list's total under this name.
-TOTAL_ANNOTATION = "_pagination_total"
+TOTAL_ANNOTATION = "pagination_total"
+
+
+def counted_by(queryset: QuerySet, total: Expression) -> QuerySet:
+    """`queryset`, whose total LaravelPagination reads from `total` (a maintained counter of
+    the list, config/list_totals.py) instead of counting its rows."""
+    return queryset.annotate(**{TOTAL_ANNOTATION: total})
 
 
 class CountOf(Subquery):
@@ -74,8 +81,8 @@ def _page_range_elements(current: int, last: int) -> list:
     ]
 
 
-# The deepest offset a page is fetched from; beyond it every list is past its end (the schema
-# allows any page number, PostgreSQL's OFFSET stops at 2**63 - 1).
+# The deepest offset a page is fetched from (the schema allows any page number): past the end
+# of every list.
 MAX_OFFSET = 2**62
 
 # Where the OpenAPI examples of pages (and of the resources in them) live.
@@ -95,44 +102,42 @@ class LaravelPagination(BasePagination):
         return type(cls.__name__, (cls,), {"example_path": path})
 
     def paginate_queryset(self, queryset, request, view=None):
-        def fetch_page(offset: int, limit: int) -> tuple[list, int | None]:
-            # Total and page in one statement: one ORM compilation and one round trip fewer
-            # than COUNT then SELECT (docs/benchmarks/coupons.md, issue 14).
-            total = CountOf(queryset.order_by().values("pk"))
-            page = list(queryset.annotate(**{TOTAL_ANNOTATION: total})[offset : offset + limit])
-            return page, getattr(page[0], TOTAL_ANNOTATION) if page else None
+        """The page the request asks for, and the list's total.
 
-        return self.paginate(request, fetch_page=fetch_page, count=queryset.count)
-
-    def paginate(
-        self,
-        request,
-        *,
-        fetch_page: Callable[[int, int], tuple[list, int | None]],
-        count: Callable[[], int],
-    ) -> list:
-        """The page the request asks for. `fetch_page(offset, limit)` gives the page's rows and
-        the list's total (None when the page is empty: no row carries it); `count()` is asked
-        for the total only then, past the end, since an empty first page means an empty list.
-        For a list read otherwise than by a queryset (coupons/selectors.py `coupon_page`)."""
+        The total comes with the page's rows in one statement: a `counted_by` annotation where
+        the queryset has one (a maintained counter, O(1)), otherwise a count of the list (one
+        ORM compilation and one round trip fewer than COUNT then SELECT, issue 14); only a page
+        past the end reads it on its own. The rows are fetched by a deferred join: the page's
+        ids first, then only those rows; the rows OFFSET skips are not read whole (the last
+        page at 1M deliveries: 158 -> 56 ms, docs/benchmarks/coupons-growth.md). A queryset
+        may read its own pages and total instead (`read_page`: coupons/selectors.py
+        `coupon_listing`)."""
         self.request = request
         self.per_page = parse_int_param(
             request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
         )
         self.page = parse_int_param(request, "page", default=1, minimum=1)
-        offset = (self.page - 1) * self.per_page
-        if offset > MAX_OFFSET:
-            # No list is that long, and PostgreSQL's OFFSET (a bigint) could not even say it:
-            # a page past the end without asking for rows.
-            page, total = [], None
+        # Deeper than any list, and than PostgreSQL's OFFSET (a bigint) could even say.
+        offset = min((self.page - 1) * self.per_page, MAX_OFFSET)
+        if read_page := getattr(queryset, "read_page", None):
+            page, self.total = read_page(offset=offset, limit=self.per_page)
         else:
-            page, total = fetch_page(offset, self.per_page)
-        if total is None:
-            total = count() if offset else 0
-        self.total = total
+            page, self.total = self._read_page(queryset, offset)
         self.last_page = max(1, math.ceil(self.total / self.per_page))
         self._link_parts = self._link_around_page()
         return page
+
+    def _read_page(self, queryset: QuerySet, offset: int) -> tuple[list, int]:
+        if TOTAL_ANNOTATION not in queryset.query.annotations:
+            queryset = counted_by(queryset, CountOf(queryset.order_by().values("pk")))
+        page_ids = queryset.values("pk")[offset : offset + self.per_page]
+        page = list(queryset.filter(pk__in=page_ids))
+        if page:
+            return page, getattr(page[0], TOTAL_ANNOTATION)
+        if not offset:
+            return [], 0  # an empty first page: an empty list
+        # Past the end: the list's first row carries the total, if the list has a row.
+        return [], next(iter(queryset.values_list(TOTAL_ANNOTATION, flat=True)[:1]), 0)
 
     def _link_around_page(self) -> tuple[str, str]:
         """A link's text before and after its page number. The request's other query
@@ -274,3 +279,17 @@ class LaravelPagination(BasePagination):
                 "schema": {"type": "integer", "minimum": 1, "default": 1},
             },
         ]
+
+
+class WholeListPagination(BasePagination):
+    """The whole list in `{data}`, no page and no parameter (the stores list): `limit`, `page`
+    or any other query parameter is ignored, as unknown parameters are."""
+
+    def paginate_queryset(self, queryset, request, view=None):
+        return list(queryset)
+
+    def get_paginated_response(self, data):
+        return Response({"data": data})
+
+    def get_paginated_response_schema(self, schema):
+        return {"type": "object", "required": ["data"], "properties": {"data": schema}}

@@ -111,37 +111,3 @@ def data_envelope(name: str, serializer, many: bool = False):
     # otherwise declare as an array of envelopes.
     set_override(envelope, "many", False)
     return envelope
-
-
-def idempotent_replayed_header(statuses) -> OpenApiParameter:
-    """The response header of a stored outcome replayed under the same Idempotency-Key."""
-    return OpenApiParameter(
-        "Idempotent-Replayed",
-        str,
-        OpenApiParameter.HEADER,
-        enum=["true"],
-        response=sorted(statuses),
-        required=False,
-        description="`true` when this is the stored response of an earlier request with the "
-        "same Idempotency-Key; absent on the first execution.",
-    )
-
-
-def idempotency_key_parameter(*, required: bool, min_length: int, max_length: int = 255):
-    """The Idempotency-Key header as `config.api.idempotency.idempotency_key_from` checks it."""
-    from config.api.idempotency import KEY_PATTERN_SOURCE
-
-    return OpenApiParameter(
-        "Idempotency-Key",
-        {
-            "type": "string",
-            "minLength": min_length,
-            "maxLength": max_length,
-            "pattern": KEY_PATTERN_SOURCE,
-        },
-        OpenApiParameter.HEADER,
-        required=required,
-        description=f"{min_length} to {max_length} printable ASCII characters; reuse it only "
-        "to retry the identical request (24 hours). A replay answers the stored response "
-        "with `Idempotent-Replayed: true`.",
-    )

@@ -233,3 +233,14 @@ def test_page_and_total_in_one_statement_count_alone_only_past_the_end(auth_clie
     body, queries = order_queries({"limit": 10, "page": 4})
     assert (body["data"], body["meta"]["total"], body["meta"]["last_page"]) == ([], 25, 3)
     assert len(queries) == 2
+
+
+def test_query_count_does_not_depend_on_the_page_size(auth_client, invoices):
+    counts = {}
+    for limit in (1, 25):
+        auth_client.get(URL, {"limit": limit})  # warm caches alike
+        with CaptureQueriesContext(connection) as queries:
+            body = auth_client.get(URL, {"limit": limit}).json()
+        assert len(body["data"]) == limit
+        counts[limit] = len(queries)
+    assert counts[1] == counts[25], counts

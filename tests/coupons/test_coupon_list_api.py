@@ -8,11 +8,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from coupons.models import Coupon
 from coupons.selectors import (
     TRASHED_ONLY,
     TRASHED_WITH,
     TRASHED_WITHOUT,
-    coupon_list,
+    coupon_listing,
     coupon_page,
 )
 from coupons.serializers import CouponSerializer
@@ -196,19 +197,42 @@ def test_empty_list_needs_no_count(store, auth_client, statements_as_sent):
     assert len([q for q in queries if "coupons_coupon" in q]) == 1
 
 
-@pytest.mark.parametrize("trashed", [TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY])
-def test_plain_sql_page_matches_the_queryset(trashed, store, other_store):
-    # coupon_page is the list's plain-SQL hot path; coupon_list states the same listing.
+@pytest.mark.parametrize(
+    ("query", "listing"),
+    [
+        ("", lambda coupons: coupons.live()),
+        ("with_trashed=true", lambda coupons: coupons),
+        ("only_trashed=true", lambda coupons: coupons.deleted()),
+    ],
+)
+def test_each_listing_pages_its_coupons_with_its_counted_total(
+    query, listing, store, other_store, auth_client
+):
     CouponFactory.create_batch(7, store=store)
     CouponFactory.create_batch(4, store=store, deleted_at=timezone.now(), expires_at=None)
     CouponFactory.create_batch(3, store=other_store)
-    listing = coupon_list(store=store, trashed=trashed)
+    expected = list(listing(Coupon.objects.filter(store=store)).order_by("id"))
+    for page, limit in [(1, 3), (2, 3), (1, 100), (len(expected), 1), (len(expected) + 1, 1)]:
+        body = auth_client.get(f"/api/v1/coupons?{query}&page={page}&limit={limit}").json()
+        offset = (page - 1) * limit
+        assert body["data"] == [CouponSerializer(c).data for c in expected[offset : offset + limit]]
+        assert body["meta"]["total"] == len(expected)
+
+
+@pytest.mark.parametrize("trashed", [TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY])
+def test_plain_sql_page_matches_the_queryset(trashed, store, other_store):
+    # coupon_page is the list's plain-SQL fast path; the listing's queryset states the same,
+    # and its total is the store's counter.
+    CouponFactory.create_batch(7, store=store)
+    CouponFactory.create_batch(4, store=store, deleted_at=timezone.now(), expires_at=None)
+    CouponFactory.create_batch(3, store=other_store)
+    coupons = Coupon.objects.filter(store=store).order_by("id")
+    listing = coupon_listing(coupons, store=store, trashed=trashed).all()  # the ORM's reading
     total = listing.count()
     for offset, limit in [(0, 3), (3, 3), (0, 100), (total - 1, 5), (total, 5)]:
         page, page_total = coupon_page(store=store, trashed=trashed, offset=offset, limit=limit)
         expected = list(listing[offset : offset + limit])
-        assert [c.id for c in page] == [c.id for c in expected]
         assert [CouponSerializer(c).data for c in page] == [
             CouponSerializer(c).data for c in expected
         ]
-        assert page_total == (total if expected else None)
+        assert page_total == total

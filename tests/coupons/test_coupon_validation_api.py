@@ -27,7 +27,10 @@ def assert_422_on(response, field):
     assert body["status"] == 422
     assert body["param"] == field
     assert field in body["errors"]
-    assert all(isinstance(m, str) and m for m in body["errors"][field])
+    messages = body["errors"][field]
+    assert all(isinstance(m, str) and m for m in messages)
+    # One message per broken rule (issue 23: a code over 64 characters said its rule twice).
+    assert len(set(messages)) == len(messages), messages
 
 
 # (field, failing value, passing boundary value, overrides for the rest of the body)

@@ -1,7 +1,8 @@
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from events.services import record
 from tests.webhooks.conftest import Reply, destination_for, record_order_completed
@@ -284,3 +285,16 @@ def test_replay_needs_webhook_write(client_for, user, store, destination):
 
     assert client.get(f"{LIST_URL}/{original.pk}").status_code == 200
     assert client.post(f"{LIST_URL}/{original.pk}/replay", {}).status_code == 403
+
+
+def test_list_query_count_does_not_depend_on_the_page_size(auth_client, store, destination):
+    for order_id in range(12):
+        deliver(store, order_id=order_id)
+    counts = {}
+    for limit in (1, 12):
+        auth_client.get(LIST_URL, {"limit": limit})  # warm caches alike
+        with CaptureQueriesContext(connection) as queries:
+            body = auth_client.get(LIST_URL, {"limit": limit}).json()
+        assert len(body["data"]) == limit
+        counts[limit] = len(queries)
+    assert counts[1] == counts[12], counts

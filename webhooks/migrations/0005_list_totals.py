@@ -11,15 +11,11 @@ from webhooks.models import DELIVERY_TOTALS
 def totals_triggers_create(apps, schema_editor):
     """The triggers, then the backfill, in the migration's transaction: CREATE TRIGGER locks
     the counted table against writes until the commit, so no write falls between the two."""
-    if schema_editor.connection.vendor != "postgresql":
-        return  # SQLite (`make run`): no triggers; the lists count their rows instead
     for statement in [*DELIVERY_TOTALS.create_sql(), DELIVERY_TOTALS.backfill_sql()]:
         schema_editor.execute(statement)
 
 
 def totals_triggers_drop(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for statement in DELIVERY_TOTALS.drop_sql():
         schema_editor.execute(statement)
 
