@@ -1,6 +1,6 @@
 # Storefront's production image: one image for the web (gunicorn), the Celery worker and beat;
 # compose.yaml shows how to run them. Build: `docker build -t storefront .`
-# Settings come from the environment at run time (README.md "Configuration"); nothing secret is
+# Settings come from the environment at run time (docs/configuration.md); nothing secret is
 # baked in.
 
 FROM python:3.11-slim-bookworm AS build

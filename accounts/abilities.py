@@ -1,6 +1,6 @@
 """Abilities (what a credential may do) and role permissions (what a member may do).
 
-DESIGN.md "Credentials, roles, abilities": a key holds abilities such as `account:read`,
+docs/design.md "Credentials, roles, abilities": a key holds abilities such as `account:read`,
 `stores:create` and one per area (`coupon`, `invoice`, ...); a role holds area permissions
 (`coupon:read`, `coupon:write`, ...). What applies is their intersection.
 """

@@ -116,6 +116,6 @@ COUPON_TOTALS = ListTotals(
 
 
 def discount_exceeds_type(*, type: str, discount: int) -> bool:
-    """The rule that ties two fields (DESIGN.md "Coupons (v1)"): checked by the serializer on
+    """The rule that ties two fields (docs/design.md "Coupons (v1)"): checked by the serializer on
     the merged request and by the service again under the row lock."""
     return type == Coupon.TYPE_PERCENTAGE and discount > PERCENTAGE_MAX_DISCOUNT

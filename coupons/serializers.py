@@ -1,4 +1,5 @@
-"""The v1 coupon resource (spec "Coupon (v1)") and its request contract (DESIGN.md "Coupons (v1)").
+"""The v1 coupon resource (spec "Coupon (v1)") and its request contract
+(docs/design.md "Coupons (v1)").
 
 `CouponSerializer` declares the fields and renders them; `CouponWriteSerializer` holds every
 field rule of a request body. Values are taken as JSON gives them: a string where an integer

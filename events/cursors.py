@@ -1,4 +1,4 @@
-"""Journal cursors (DESIGN.md "Event journal"): HMAC-signed with Django signing, bound to
+"""Journal cursors (docs/design.md "Event journal"): HMAC-signed with Django signing, bound to
 the store and the exact filter set.
 
 A cursor carries the position (txid, event id) up to which the client has seen every event

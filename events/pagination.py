@@ -1,4 +1,4 @@
-"""The journal's cursor pagination (DESIGN.md "Event journal"): `cursor` and `limit` in,
+"""The journal's cursor pagination (docs/design.md "Event journal"): `cursor` and `limit` in,
 `{data, meta: {next_cursor, has_more, retention_days}}` out.
 
 Keyset pages over `(txid, id)` (events/selectors.py `journal_page`), with a signed cursor bound

@@ -9,7 +9,7 @@ from django.core.checks import Error, register
 @register()
 def cli_client_id_check(app_configs, **kwargs):
     """CLI_CLIENT_ID is compared as a string everywhere (authorize, validator, admin), so it
-    must be a UUID in its canonical lower-case, hyphenated form (DESIGN.md "Identifiers")."""
+    must be a UUID in its canonical lower-case, hyphenated form (docs/design.md "Identifiers")."""
     value = getattr(settings, "CLI_CLIENT_ID", None)
     try:
         parsed = uuid.UUID(str(value))

@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 
 def rate_limited_response(request, endpoint: str):
-    """Per client address budget on the protocol endpoints (DESIGN.md); None when within it."""
+    """Per client address budget on the protocol endpoints (docs/design.md); None when within it."""
     return address_rate_limited(request, f"oauth:{endpoint}", settings.OAUTH_RATE_LIMIT_PER_MINUTE)
 
 
@@ -162,7 +162,7 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         return response
 
     def redirect(self, redirect_to, application):
-        """DOT's redirects (code, access_denied): 303 after the consent form (DESIGN.md)."""
+        """DOT's redirects (code, access_denied): 303 after the consent form (docs/design.md)."""
         response = super().redirect(redirect_to, application)
         response.status_code = 303
         response["Referrer-Policy"] = "no-referrer"

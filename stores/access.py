@@ -1,4 +1,4 @@
-"""The one store resolver and the one permission check (DESIGN.md "X-STORE").
+"""The one store resolver and the one permission check (docs/design.md "X-STORE").
 
 Every store-scoped view uses `StorePermission`: it resolves the store from X-STORE (or the
 API key's current/first store), re-checks the membership, and requires the view's area
@@ -32,7 +32,7 @@ class StoreContext:
 
 
 def resolve_store_context(request) -> StoreContext:
-    """The store a request acts on; cached on the request. Raises 400/403 per DESIGN.md."""
+    """The store a request acts on; cached on the request. Raises 400/403 per docs/design.md."""
     cached = getattr(request, "_store_context", None)
     if cached is not None:
         return cached

@@ -10,7 +10,7 @@ from stores.services import store_slug_check_not_reserved
 
 
 class StoreAdminForm(forms.ModelForm):
-    """The admin applies the API's slug rules (DESIGN.md "Stores"): the format of the API's
+    """The admin applies the API's slug rules (docs/design.md "Stores"): the format of the API's
     slug field (lower-cased, 3..63 of [a-z0-9-]) and the service's reserved names. A default
     ModelForm would accept "admin" or "My_Shop", which X-STORE could never reach."""
 

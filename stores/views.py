@@ -53,7 +53,7 @@ class StoreViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = StoreSerializer
     lookup_url_kwarg = "store"
     lookup_value_regex = "[0-9]+"
-    # Every accessible store, unfiltered (DESIGN.md "Pagination").
+    # Every accessible store, unfiltered (docs/design.md "Pagination").
     pagination_class = WholeListPagination
     filter_backends = []
 

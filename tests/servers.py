@@ -178,7 +178,7 @@ class PgBouncer:
 
 
 class Gunicorn:
-    """`gunicorn config.wsgi` under config.settings.production (README "Production") with
+    """`gunicorn config.wsgi` under config.settings.production (docs/production.md) with
     `workers` sync workers, plain HTTP on a free loopback port (no SSL redirect: as behind a
     proxy that terminates TLS); `environment` over production_environment's. A context manager
     that starts it, waits for /healthz, and stops it."""

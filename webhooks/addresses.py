@@ -1,4 +1,4 @@
-"""Which destination URLs and IP addresses webhooks may reach (DESIGN.md "Webhooks": SSRF).
+"""Which destination URLs and IP addresses webhooks may reach (docs/design.md "Webhooks": SSRF).
 
 Checked twice: when a destination is saved (the URL and every address its host resolves to)
 and when an attempt connects (the address actually connected to; see webhooks/sender.py), so a

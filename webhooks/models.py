@@ -14,7 +14,7 @@ from webhooks.addresses import url_origin
 
 
 class WebhookDestination(models.Model):
-    """The store's one webhook destination (DESIGN.md "Webhooks")."""
+    """The store's one webhook destination (docs/design.md "Webhooks")."""
 
     DISABLED_BY_USER = "user"
     DISABLED_GONE = "gone"

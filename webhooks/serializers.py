@@ -168,7 +168,7 @@ class WebhookEventTypeListSerializer(serializers.Serializer):
     data = WebhookEventTypeSerializer(many=True)
 
 
-# OpenAPI examples (spec "Webhook delivery", "Webhook event type"; DESIGN.md "Webhooks"),
+# OpenAPI examples (spec "Webhook delivery", "Webhook event type"; docs/design.md "Webhooks"),
 # used by webhooks/views.py.
 WEBHOOK_DELIVERY_EXAMPLE = {
     "id": "3f0c9a52-7d1e-4b8a-9c2f-5e6d7a8b9c0d",

@@ -1,6 +1,6 @@
 """Writes of the webhooks area: destinations, and deliveries from creation to a final state.
 
-Delivery lifecycle (DESIGN.md "Webhooks"): created `pending` in the event's transaction (or
+Delivery lifecycle (docs/design.md "Webhooks"): created `pending` in the event's transaction (or
 `disabled`, never sent, when the destination is disabled) -> claimed with a lease by one worker
 -> attempt sent -> `succeeded` on a 2xx, else `pending` again with `next_attempt_at` on the
 retry schedule, then `failed` after the last retry. New deliveries are sent by a drain of their
@@ -98,7 +98,7 @@ def destination_enabled_set(*, destination: WebhookDestination, enabled: bool, r
 
 def _pending_deliveries_disable(*, destination_id, now) -> None:
     """Deliveries still waiting for a disabled or removed destination will never be sent:
-    `disabled` if never tried (DESIGN.md: attempts 0), `failed` if already tried.
+    `disabled` if never tried (docs/design.md: attempts 0), `failed` if already tried.
 
     Leased ones (an attempt in flight, or a worker that died) are left to their attempt's
     outcome or to the next claim, which record that attempt and then settle them the same way.

@@ -1,4 +1,4 @@
-"""The one idempotency mechanism (DESIGN.md "Idempotency"): store creation, replay, coupon
+"""The one idempotency mechanism (docs/design.md "Idempotency"): store creation, replay, coupon
 writes and webhook destination writes, each through the `idempotent` action decorator.
 
 A key is scoped to (user, operation). The first request claims the key with a fingerprint of

@@ -35,7 +35,7 @@ class RequestIdMiddleware:
         started = time.perf_counter()
         try:
             response = self.get_response(request)
-            # Logged while the id is current, so the line carries it (DESIGN.md "Errors").
+            # Logged while the id is current, so the line carries it (docs/design.md "Errors").
             _access_log(request, response, duration_ms=(time.perf_counter() - started) * 1000)
         finally:
             clear_guid()

@@ -1,4 +1,4 @@
-"""The list styles of the spec (DESIGN.md "Pagination"), one paginator class each; the event
+"""The list styles of the spec (docs/design.md "Pagination"), one paginator class each; the event
 journal's cursor is the third (events/pagination.py).
 
 LaravelPagination: Laravel's LengthAwarePaginator output, `{data, links: {first,last,prev,next},

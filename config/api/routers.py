@@ -1,4 +1,4 @@
-"""The one router every app registers its ViewSets on (STYLE.md, NetBox's `api/urls.py`).
+"""The one router every app registers its ViewSets on (docs/style.md, NetBox's `api/urls.py`).
 
 DRF's SimpleRouter without trailing slashes (the spec's paths have none), plus singleton
 resources: a ViewSet with `singleton = True` is one object per store or user (the webhook

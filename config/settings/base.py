@@ -214,7 +214,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Per-credential request budget (DESIGN.md "Limits and rate limits").
+# Per-credential request budget (docs/design.md "Limits and rate limits").
 API_RATE_LIMIT_PER_MINUTE = env.count("API_RATE_LIMIT_PER_MINUTE", default=120, minimum=1)
 # Store creation: at most one new store per user in this many seconds.
 STORE_CREATION_INTERVAL_SECONDS = 60

@@ -1,6 +1,6 @@
 """Settings of the oauth area, imported by base.py; read from the environment.
 
-django-oauth-toolkit's defaults are not ours (DESIGN.md "OAuth"): PKCE S256 only, rotation with
+django-oauth-toolkit's defaults are not ours (docs/design.md "OAuth"): PKCE S256 only, rotation with
 reuse protection, 60-minute access tokens, 10-minute codes, hashed tokens at rest.
 """
 

@@ -1,7 +1,7 @@
 """Production: refuses to start without what a shared, internet-facing deployment needs.
 
-`python manage.py check --deploy` passes with these settings and the environment of README.md
-"Production" (tests/api/test_settings.py runs it).
+`python manage.py check --deploy` passes with these settings and the environment of
+docs/production.md (tests/api/test_settings.py runs it).
 """
 
 from django.core.exceptions import ImproperlyConfigured
@@ -57,7 +57,7 @@ SESSION_COOKIE_HTTPONLY = True
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
 # Load balancers probe over plain HTTP and do not follow redirects; Prometheus scrapes each
 # instance directly (gunicorn speaks no TLS). /metrics answers only its allow-list or token and
-# redirects anyone else like any path (config/metrics/views.py; README.md "Production").
+# redirects anyone else like any path (config/metrics/views.py; docs/production.md).
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^status$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.count("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)

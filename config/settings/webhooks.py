@@ -1,14 +1,14 @@
 """Settings of the webhooks area, imported by base.py; read from the environment.
 
 Every duration is in seconds and may be a fraction, so the test suite and the benchmark can
-compress the retry schedule, leases and sweeps (DESIGN.md "Webhooks").
+compress the retry schedule, leases and sweeps (docs/design.md "Webhooks").
 """
 
 from datetime import timedelta
 
 from config.settings.env import env
 
-# Waits before attempts 2..8 (DESIGN.md: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); after the
+# Waits before attempts 2..8 (docs/design.md: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); after the
 # last one a delivery that never got a 2xx is `failed`.
 WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
     "WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,300,1800,7200,18000,36000,36000"

@@ -52,18 +52,18 @@ SEMANTIC_REJECTIONS: list[tuple[str, list[int], str]] = [
         "GET /api/v2/events",
         [400, 409, 410],
         "the cursor is HMAC-signed: a forged one is 400, another store's or filter set's 409, "
-        "one past retention 410 (DESIGN.md 'Event journal')",
+        "one past retention 410 (docs/design.md 'Event journal')",
     ),
     (
         "POST /api/v1/coupons",
         [422],
-        "expires_at must be in the future, which a date-time schema cannot state (DESIGN.md "
+        "expires_at must be in the future, which a date-time schema cannot state (docs/design.md "
         "'Coupons (v1)'; each rule has its own test in tests/coupons)",
     ),
     (
         "PATCH /api/v1/coupons/{id}",
         [422],
-        "expires_at must be in the future; the merged coupon must be valid (DESIGN.md "
+        "expires_at must be in the future; the merged coupon must be valid (docs/design.md "
         "'Coupons (v1)')",
     ),
     *(

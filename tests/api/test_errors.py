@@ -1,4 +1,4 @@
-"""The one error envelope (spec "Errors", DESIGN.md "Errors") for every status we answer."""
+"""The one error envelope (spec "Errors", docs/design.md "Errors") for every status we answer."""
 
 import logging
 import re

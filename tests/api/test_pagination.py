@@ -1,4 +1,4 @@
-"""The shared Laravel paginator (DESIGN.md "Pagination"), through GET /api/v2/invoices (the
+"""The shared Laravel paginator (docs/design.md "Pagination"), through GET /api/v2/invoices (the
 store list, which it served before, is not paginated)."""
 
 import pytest

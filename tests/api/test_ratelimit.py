@@ -1,4 +1,4 @@
-"""Per-credential rate limits on Redis, failing open (DESIGN.md "Limits and rate limits")."""
+"""Per-credential rate limits on Redis, failing open (docs/design.md "Limits and rate limits")."""
 
 from types import SimpleNamespace
 

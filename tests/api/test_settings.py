@@ -37,7 +37,7 @@ def load_production(**env):
     return run_python(LOAD_SETTINGS, env=environment)
 
 
-# The environment README.md "Production" documents (REDIS_URL and DATABASE_URL: the test ones).
+# The environment docs/production.md documents (REDIS_URL and DATABASE_URL: the test ones).
 RELAXATIONS = ("DEBUG", "SECURE_COOKIES", "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "NUM_PROXIES")
 
 

@@ -3,7 +3,7 @@ ReDoc bundle of /api/docs/ (WhiteNoise), hashed, compressed and cached for a yea
 `collectstatic` that the image runs at build time.
 
 Runs the real thing: `manage.py collectstatic` into a temporary STATIC_ROOT, then gunicorn with
-config.settings.production and the environment of README.md "Production", behind one
+config.settings.production and the environment of docs/production.md, behind one
 (simulated) TLS-terminating proxy.
 """
 

@@ -1,4 +1,4 @@
-"""Coupon writes under an optional Idempotency-Key (DESIGN.md "Idempotency"): a replay answers
+"""Coupon writes under an optional Idempotency-Key (docs/design.md "Idempotency"): a replay answers
 the stored outcome with `Idempotent-Replayed: true` and does nothing again; another body under
 the same key is a 409; concurrent PATCHes can never persist an invalid coupon."""
 

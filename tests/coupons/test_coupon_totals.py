@@ -1,6 +1,7 @@
 """The coupon lists' totals (`meta.total`) come from per-store counters that PostgreSQL
-triggers keep in the writer's transaction (docs/decisions/coupons.md "List totals"): they must
-stay exact after every kind of write, bulk and concurrent ones included."""
+triggers keep in the writer's transaction (docs/decisions.md "List growth: maintained list
+totals and deferred joins"): they must stay exact after every kind of write, bulk and
+concurrent ones included."""
 
 import itertools
 import threading

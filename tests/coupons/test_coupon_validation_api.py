@@ -1,4 +1,4 @@
-"""Every coupon validation rule of DESIGN.md "Coupons (v1)": one failing case each (422
+"""Every coupon validation rule of docs/design.md "Coupons (v1)": one failing case each (422
 `validation_failed`, `param` and `errors` naming the field) and the boundary that passes."""
 
 from datetime import UTC, datetime, timedelta

@@ -1,5 +1,5 @@
-"""Idle polling (DESIGN.md "Event journal"): every response carries a `next_cursor` that differs
-from the request's, also on an empty page, while the position it resumes at stays the same.
+"""Idle polling (docs/design.md "Event journal"): every response carries a `next_cursor` that
+differs from the request's, also on an empty page, while the position it resumes at stays the same.
 
 Generated API clients follow `meta.next_cursor` and refuse a cursor equal to the one they just
 sent (cycle detection), so a repeated cursor would stop them exactly when the journal is quiet.

@@ -79,7 +79,7 @@ def test_database_url(django_db_setup):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, test_database_url):
-    """gunicorn as README "Production" runs it: persistent connections (CONN_MAX_AGE 60) and
+    """gunicorn as docs/production.md runs it: persistent connections (CONN_MAX_AGE 60) and
     the per-session prepared statements that come with them."""
     with load_server(
         tmp_path_factory.mktemp("faults"),

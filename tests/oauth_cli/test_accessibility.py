@@ -70,7 +70,7 @@ def reflow_problems(page) -> list[str]:
         return found;
     }"""
     )
-    # Kept for a person to look at with STOREFRONT_SCREENSHOTS=<dir> (README, "Accessibility").
+    # Kept for a person to look at with STOREFRONT_SCREENSHOTS=<dir> (docs/testing.md).
     screenshots = Path(
         os.environ.get("STOREFRONT_SCREENSHOTS")
         or Path(os.environ.get("STOREFRONT_TEST_WORKDIR", "/tmp")) / "screenshots"

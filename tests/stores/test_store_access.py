@@ -1,4 +1,4 @@
-"""The one store resolver and permission check (DESIGN.md "X-STORE", "Credentials, roles,
+"""The one store resolver and permission check (docs/design.md "X-STORE", "Credentials, roles,
 abilities"), through a minimal `coupon`-area view registered only in the test URLconf."""
 
 import pytest

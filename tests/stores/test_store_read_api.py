@@ -1,5 +1,5 @@
 """GET /api/v2/stores and /api/v2/stores/{store}: only id, slug and name; others' stores hidden.
-The list is every accessible store in `data`, not a page (DESIGN.md "Pagination")."""
+The list is every accessible store in `data`, not a page (docs/design.md "Pagination")."""
 
 import pytest
 from django.db import connection

@@ -327,7 +327,7 @@ def test_turning_the_destination_off_fails_tried_deliveries_and_disables_untried
     else:
         assert auth_client.delete(URL).status_code == 204
 
-    # then a `disabled` delivery is one never sent (DESIGN.md: attempts 0)
+    # then a `disabled` delivery is one never sent (docs/design.md: attempts 0)
     tried.refresh_from_db()
     untried.refresh_from_db()
     assert (tried.status, tried.attempts, tried.response_status) == ("failed", 1, 500)
