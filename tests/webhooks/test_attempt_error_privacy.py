@@ -4,6 +4,7 @@ URL's path or query, which can be a credential (issue 23 point 1; docs/decisions
 
 import socket
 import threading
+from importlib import import_module
 
 import pytest
 from django.test import Client
@@ -128,3 +129,45 @@ def test_a_server_that_never_answers_is_a_timeout(store, listener):
     error = attempt_error(store, f"http://127.0.0.1:{listener}")
     assert error.startswith("timeout")
     assert SECRET_PATH not in error and SECRET_TOKEN not in error
+
+
+OLD_ERRORS = {
+    # urllib3's texts as attempts stored them before the fix, and what the migration leaves
+    f"HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: "
+    f"/{SECRET_PATH}/x?token={SECRET_TOKEN} (Caused by NewConnectionError(': Failed to "
+    "establish a new connection: [Errno 111] Connection refused'))": (
+        "connection refused: http://127.0.0.1:9"
+    ),
+    f"HTTPSConnectionPool(host='hooks.example.com', port=443): Max retries exceeded with url: "
+    f'/{SECRET_PATH}?token={SECRET_TOKEN} (Caused by NameResolutionError("Failed to resolve '
+    "'hooks.example.com'\"))": "DNS failure: https://hooks.example.com:443",
+    f"HTTPSConnectionPool(host='hooks.example.com', port=443): Read timed out. (read "
+    f"timeout=10) url: /{SECRET_PATH}?token={SECRET_TOKEN}": (
+        "timeout: https://hooks.example.com:443"
+    ),
+}
+
+
+def test_errors_stored_before_the_fix_are_rewritten_by_their_migration(store):
+    # given attempts stored with urllib3's text (path and query included), and a newer one
+    from django.apps import apps
+
+    migration = import_module("webhooks.migrations.0008_scrub_stored_attempt_errors")
+    destination_for(store, secret_url("http://127.0.0.1:9"))
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+    for number, old_error in enumerate([*OLD_ERRORS, "HTTP 500"], start=1):
+        WebhookDeliveryAttempt.objects.create(
+            delivery=delivery, number=number, url="http://127.0.0.1:9", error=old_error
+        )
+
+    # when the migration runs
+    migration.scrub(apps, None)
+
+    # then each old text is its kind and origin, and the others are left alone
+    errors = list(
+        WebhookDeliveryAttempt.objects.filter(delivery=delivery)
+        .order_by("number")
+        .values_list("error", flat=True)
+    )
+    assert errors == [*OLD_ERRORS.values(), "HTTP 500"]
+    assert not any(SECRET_PATH in error or SECRET_TOKEN in error for error in errors)
