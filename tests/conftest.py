@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 from config import health
 from config.api import ratelimit
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
+from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import services as webhook_services
 
 # The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
@@ -124,3 +125,25 @@ def schema(tmp_path_factory):
     target = tmp_path_factory.mktemp("schema") / "schema.yaml"
     call_command("spectacular", "--file", str(target))
     return yaml.safe_load(target.read_text())
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver thread (tests.webhooks.helpers.Receiver), closed after the test."""
+    server = Receiver()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One worker for a module's tests (fault tests kill and restart it)."""
+    from config.celery import app
+
+    app.control.purge()  # messages of earlier tests point at rows that no longer exist
+    worker = CeleryWorker(tmp_path_factory.mktemp("celery"))
+    with django_db_blocker.unblock():
+        worker.start()
+    worker.supervise()
+    yield worker
+    worker.stop()

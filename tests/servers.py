@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import requests
 
-from tests.api.test_settings import ROOT, production_environment
+from tests.settings_helpers import ROOT, production_environment
 
 BINARY = "/usr/sbin/pgbouncer"
 

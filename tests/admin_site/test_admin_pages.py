@@ -27,7 +27,7 @@ from orders.models import Order
 from stores.models import Membership
 from tests.factories import CouponFactory, MembershipFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import approve, authorize_params, connect
-from tests.webhooks.conftest import record_order_completed
+from tests.webhooks.helpers import record_order_completed
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 
 WEBHOOK_SECRET = "whsec_current_0123456789abcdefABCDEF"

@@ -7,7 +7,7 @@ from django.contrib.admin.models import LogEntry
 
 from tests.admin_users import cookies_carry, sessions_carry, staff_client_with
 from tests.factories import MembershipFactory
-from tests.webhooks.conftest import record_order_completed
+from tests.webhooks.helpers import record_order_completed
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,7 @@ at start, naming the variable, instead of silently keying the limits on somethin
 
 import pytest
 
-from tests.api.test_settings import LOAD_SETTINGS, production_environment, run_python, settings_of
+from tests.settings_helpers import LOAD_SETTINGS, production_environment, run_python, settings_of
 
 
 def test_the_defaults_are_a_64_and_90_days():

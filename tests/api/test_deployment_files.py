@@ -13,8 +13,8 @@ import sys
 from django.conf import settings
 
 from config.celery import app as celery_app
-from tests.api.test_settings import RANDOM_KEY, RELAXATIONS, ROOT, manage
 from tests.deploy.image import compose_services
+from tests.settings_helpers import RANDOM_KEY, RELAXATIONS, ROOT, manage
 
 # What an operator would put in .env (the variables compose.yaml requires).
 OPERATOR_ENVIRONMENT = {

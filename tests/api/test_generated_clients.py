@@ -16,7 +16,6 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from tests.factories import UserFactory, make_api_key
-from tests.webhooks.conftest import Receiver
 
 EXTERNAL = Path(__file__).resolve().parents[1] / "external"
 NODE_BIN = EXTERNAL / "node_modules" / ".bin"
@@ -56,13 +55,6 @@ def conversation_user(settings):
     settings.STORE_CREATION_INTERVAL_SECONDS = 60
     user = UserFactory()
     return user, make_api_key(user)
-
-
-@pytest.fixture
-def receiver():
-    server = Receiver()
-    yield server
-    server.close()
 
 
 # --- Python: openapi-python-client -------------------------------------------------------------

@@ -27,9 +27,9 @@ from config.celery import app
 from config.worker_heartbeat import worker_heartbeat_task
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.api.test_errors import assert_envelope
-from tests.api.test_settings import production_environment, settings_of
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
+from tests.settings_helpers import production_environment, settings_of
 from webhooks.models import WebhookDelivery
 
 

@@ -20,8 +20,8 @@ from django.test import Client
 
 from tests.api.test_errors import assert_envelope, assert_html_error_page, signalled  # noqa: F401
 from tests.api.test_sentry import ingest  # noqa: F401
-from tests.api.test_settings import ROOT, production_environment, run_python
 from tests.api.test_static_files import free_port
+from tests.settings_helpers import ROOT, production_environment, run_python
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
 

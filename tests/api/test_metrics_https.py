@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from tests.api.metrics import SCRAPER_ADDRESS
-from tests.api.test_settings import ROOT, production_environment, settings_of
+from tests.settings_helpers import ROOT, production_environment, settings_of
 
 pytestmark = pytest.mark.django_db
 

@@ -7,13 +7,8 @@ import pytest
 from django.test import Client
 
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
-from tests.webhooks import conftest as webhook_fixtures
-from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed, wait_until
 from webhooks.models import WebhookDelivery
-
-# The webhooks tests' real worker and receiver (fixtures of another directory's conftest).
-celery_worker = webhook_fixtures.celery_worker
-receiver = webhook_fixtures.receiver
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.test import Client
 
 from config.api.middleware import RequestIdLogFilter
-from tests.api.test_settings import production_environment, run_python, settings_of
+from tests.settings_helpers import production_environment, run_python, settings_of
 
 pytestmark = pytest.mark.django_db
 

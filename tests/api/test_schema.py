@@ -21,8 +21,8 @@ from rest_framework.test import APIClient
 from oauth_cli.authorize import loopback_redirect_uri_problem
 from oauth_cli.serializers import LOOPBACK_REDIRECT_URI_PATTERN
 from oauth_cli.services import cli_application_ensure
-from tests.api.test_settings import run_python
 from tests.oauth_cli.flow import approve, authorize_params, exchange, pkce_pair, refresh
+from tests.settings_helpers import run_python
 
 
 def test_schema_is_valid_and_generated_without_warnings(tmp_path):

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.api.test_settings import run_python
+from tests.settings_helpers import run_python
 
 SECRET_TOKEN = "sf_secret_token_that_sentry_must_not_get"
 

@@ -16,7 +16,7 @@ import time
 import pytest
 import requests
 
-from tests.api.test_settings import ROOT, manage, production_environment
+from tests.settings_helpers import ROOT, manage, production_environment
 
 # What the nearest proxy sends: the public host, HTTPS, and the client's address.
 PROXY_HEADERS = {

@@ -19,8 +19,8 @@ from django.test import Client
 from config.beat import LockedScheduler
 from config.celery import app
 from config.settings.health import worker_heartbeat_schedule
-from tests.api.test_settings import production_environment, settings_of
-from tests.webhooks.conftest import CeleryWorker, wait_until
+from tests.settings_helpers import production_environment, settings_of
+from tests.webhooks.helpers import CeleryWorker, wait_until
 
 QUEUES = ("webhooks", "maintenance")
 

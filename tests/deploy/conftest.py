@@ -22,7 +22,7 @@ from tests.deploy.image import (
     shared_directory,
 )
 from tests.servers import free_port
-from tests.webhooks.conftest import Receiver
+from tests.webhooks.helpers import Receiver
 
 OPERATOR_ENVIRONMENT = {
     "SECRET_KEY": secrets.token_urlsafe(50),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.api.test_settings import ROOT
+from tests.settings_helpers import ROOT
 
 BASE_IMAGE = "python:3.11-slim-bookworm"
 IMAGE = "localhost/storefront:test"

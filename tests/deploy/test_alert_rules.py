@@ -5,7 +5,7 @@ import subprocess
 
 import yaml
 
-from tests.api.test_settings import ROOT
+from tests.settings_helpers import ROOT
 
 DEPLOY = ROOT / "deploy"
 

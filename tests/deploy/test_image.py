@@ -12,11 +12,11 @@ import pytest
 import requests
 import yaml
 
-from tests.api.test_settings import ROOT
 from tests.deploy.conftest import METRICS_TOKEN, OPERATOR_ENVIRONMENT
 from tests.deploy.image import compose_config, image_command
 from tests.servers import free_port, stop_process
-from tests.webhooks.conftest import wait_until
+from tests.settings_helpers import ROOT
+from tests.webhooks.helpers import wait_until
 
 pytestmark = pytest.mark.image
 

@@ -39,7 +39,7 @@ from tests.faults.harness import (
     terminate_backends,
 )
 from tests.servers import PgBouncer
-from tests.webhooks.conftest import WORKER_ENV, destination_for, wait_until
+from tests.webhooks.helpers import WORKER_ENV, destination_for, wait_until
 from tests.webhooks.test_worker_send_slots import (  # noqa: F401 (start_worker: a fixture)
     CountingReceiver,
     live_slots,

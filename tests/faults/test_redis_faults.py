@@ -31,7 +31,6 @@ from django.db import connection
 
 from config.api.ratelimit import OUTAGE_PAUSE_SECONDS
 from events.models import Event
-from tests.api.test_settings import ROOT
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.faults.redis_helpers import (
     AnswerLog,
@@ -41,7 +40,8 @@ from tests.faults.redis_helpers import (
     timed,
 )
 from tests.servers import Gunicorn, ThrowawayRedis
-from tests.webhooks.conftest import CeleryWorker, Receiver, destination_for, wait_until
+from tests.settings_helpers import ROOT
+from tests.webhooks.helpers import CeleryWorker, destination_for, wait_until
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.faults, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -129,13 +129,6 @@ def worker(transactional_db, redis_server, tmp_path):
     process.supervise()  # celery 5.7 may exit when Redis goes (docs/decisions/webhooks.md)
     yield process
     process.stop()
-
-
-@pytest.fixture
-def receiver():
-    server = Receiver()
-    yield server
-    server.close()
 
 
 def api_session(key: str) -> requests.Session:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.webhooks.conftest import destination_for, record_order_completed
+from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 

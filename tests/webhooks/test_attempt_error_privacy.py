@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 
 from tests.factories import UserFactory
-from tests.webhooks.conftest import destination_for, record_order_completed
 from tests.webhooks.dns import HOST, FakeDns
+from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
 

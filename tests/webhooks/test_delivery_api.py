@@ -5,7 +5,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from events.services import record
-from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 from webhooks.services import destination_enabled_set

@@ -12,7 +12,7 @@ from standardwebhooks import Webhook
 from events.serializers import event_resource
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory
-from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_claim, delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import deliveries_sweep, destination_secret_rotate

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tests.webhooks.conftest import destination_for, record_order_completed
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
+from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDestination
 

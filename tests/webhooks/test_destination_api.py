@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from accounts.abilities import ROLE_STAFF
 from tests.concurrency import run_at_once
 from tests.factories import MembershipFactory, UserFactory, make_api_key
-from tests.webhooks.conftest import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDestination
 from webhooks.serializers import MAX_EVENT_TYPES

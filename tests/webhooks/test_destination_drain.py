@@ -17,7 +17,7 @@ from django.test import override_settings
 from config.celery import app
 from tests.concurrency import run_at_once
 from tests.outages import dead_redis_caches
-from tests.webhooks.conftest import destination_for, record_order_completed
+from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks import attempts, services
 from webhooks.attempts import destination_drain
 from webhooks.models import WebhookDelivery, WebhookDestination

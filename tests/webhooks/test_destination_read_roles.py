@@ -7,7 +7,7 @@ import pytest
 
 from accounts.abilities import ROLE_STAFF
 from tests.factories import MembershipFactory, UserFactory, make_api_key
-from tests.webhooks.conftest import destination_for
+from tests.webhooks.helpers import destination_for
 
 URL = "/api/v2/webhook-destination"
 ORIGIN = "http://127.0.0.1:8080"

@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 
 from tests.concurrency import run_at_once
 from tests.servers import ThrowawayRedis
-from tests.webhooks.conftest import Reply, destination_for, record_order_completed, wait_until
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed, wait_until
 from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 

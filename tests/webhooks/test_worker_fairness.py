@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from tests.factories import StoreFactory
-from tests.webhooks.conftest import (
+from tests.webhooks.helpers import (
     CeleryWorker,
     Receiver,
     Reply,

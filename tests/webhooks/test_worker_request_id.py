@@ -6,7 +6,7 @@ import json
 import pytest
 
 from config.api.middleware import RequestIdLogFilter
-from tests.webhooks.conftest import CeleryWorker, destination_for, wait_until
+from tests.webhooks.helpers import CeleryWorker, destination_for, wait_until
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

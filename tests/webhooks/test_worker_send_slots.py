@@ -20,7 +20,7 @@ from django.utils import timezone
 from config.celery import app
 from tests.factories import StoreFactory, UserFactory
 from tests.servers import PgBouncer
-from tests.webhooks.conftest import (
+from tests.webhooks.helpers import (
     BASE_DIR,
     CeleryWorker,
     Receiver,

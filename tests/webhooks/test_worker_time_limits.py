@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.webhooks.conftest import BASE_DIR, CeleryWorker
+from tests.webhooks.helpers import BASE_DIR, CeleryWorker
 
 pytestmark = pytest.mark.worker
 

@@ -1,0 +1,247 @@
+"""Helpers of the webhooks tests (and of the other tests that send webhooks or run a worker): a
+real HTTP receiver thread, destinations and events, a condition wait, and a real Celery worker.
+
+The receiver listens on 127.0.0.1, records every request (headers and body bytes) and answers
+what the test's `respond(request)` returns. The worker is `celery -A config worker` (with an
+embedded beat for the sweeper) run as a subprocess against the test database and test Redis,
+with a compressed retry schedule and short leases. Fixtures over them live in conftest.py.
+"""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from django.db import connection, transaction
+
+from events.services import record
+from webhooks.services import destination_put
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+
+@dataclass
+class ReceivedRequest:
+    method: str
+    path: str
+    headers: dict
+    body: bytes
+    received_at: float
+    answered_status: int | None = None
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b'{"ok": true}'
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0
+
+
+class Receiver:
+    """A webhook receiver: `respond` decides each reply (default 200)."""
+
+    def __init__(self):
+        self.requests: list[ReceivedRequest] = []
+        self.lock = threading.Lock()
+        self.respond = lambda request: Reply()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else a 40 ms delayed-ACK stall per reply
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                request = ReceivedRequest(
+                    "POST", self.path, dict(self.headers), self.rfile.read(length), time.time()
+                )
+                with receiver.lock:
+                    receiver.requests.append(request)
+                reply = receiver.respond(request)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                try:
+                    self.send_response(reply.status)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                    request.answered_status = reply.status
+                except OSError:
+                    pass  # the sender gave up (timeout): nothing was answered
+
+            do_GET = do_POST
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+
+    def received(self) -> list[ReceivedRequest]:
+        with self.lock:
+            return list(self.requests)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def destination_for(store, url, event_types=None, enabled=True):
+    destination, _ = destination_put(
+        store=store,
+        url=url,
+        event_types=event_types or ["order.completed", "coupon.created"],
+        enabled=enabled,
+    )
+    return destination
+
+
+def record_order_completed(store, order_id=1, total_cents=1250):
+    with transaction.atomic():
+        return record(
+            store=store,
+            type="order.completed",
+            subject=("order", order_id),
+            data={"total_cents": total_cents, "currency": "EUR"},
+        )
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05, message: str = ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s: {message}")
+
+
+# Compressed timings of the worker subprocess (config/settings/webhooks.py reads them).
+WORKER_ENV = {
+    "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.2,0.2,0.2",
+    "WEBHOOKS_TIMEOUT_SECONDS": "1.5",
+    # webhooks.E001/E002: drain + timeout < time limit; time limit + margin < lease
+    "WEBHOOKS_TIME_LIMIT_SECONDS": "3",
+    "WEBHOOKS_LEASE_MARGIN_SECONDS": "2",
+    "WEBHOOKS_LEASE_SECONDS": "5.5",
+    "WEBHOOKS_DRAIN_SECONDS": "1",
+    "WEBHOOKS_SWEEP_INTERVAL_SECONDS": "0.5",
+    "WEBHOOKS_REQUEUE_AFTER_SECONDS": "1",
+}
+
+
+class CeleryWorker:
+    """`celery -A config worker -B` in its own process group, on the test database."""
+
+    def __init__(
+        self, log_dir: Path, concurrency: int = 2, queues=None, beat: bool = True, pool=None
+    ):
+        """`queues`: consumed only these (`-Q`; all when None); `beat`: with an embedded
+        beat (`-B`); `pool`: Celery's default (prefork) when None."""
+        self.log_dir = log_dir
+        self.concurrency = concurrency
+        self.queues = queues
+        self.beat = beat
+        self.pool = pool
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+
+    def env(self) -> dict:
+        settings_dict = connection.settings_dict
+        database_url = (
+            f"postgres://{settings_dict['USER']}@{settings_dict['HOST']}:{settings_dict['PORT']}"
+            f"/{settings_dict['NAME']}"
+        )
+        return {
+            **os.environ,
+            **WORKER_ENV,
+            "DJANGO_SETTINGS_MODULE": "config.settings.test",
+            "DATABASE_URL": database_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def command(self) -> list[str]:
+        command = [str(Path(sys.executable).parent / "celery"), "-A", "config", "worker"]
+        if self.beat:
+            command += ["-B", "--schedule", str(self.log_dir / f"beat-{self.starts}")]
+        if self.queues:
+            command += ["-Q", ",".join(self.queues)]
+        if self.pool:
+            command += [f"--pool={self.pool}"]
+        command += [
+            # Its own node name: two workers of one test may run side by side on this host.
+            "-n",
+            f"{self.log_dir.name}-{self.starts}@%h",
+            "--loglevel=INFO",
+            f"--concurrency={self.concurrency}",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+        return command
+
+    def start(self):
+        self.starts += 1
+        log_path = self.log_dir / f"worker-{self.starts}.log"
+        self.log_path = log_path
+        with open(log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                self.command(),
+                cwd=BASE_DIR,
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_until(
+            lambda: b"ready." in log_path.read_bytes() or self.process.poll() is not None,
+            timeout=60,
+            message="celery worker start",
+        )
+        assert self.process.poll() is None, log_path.read_text()[-3000:]
+
+    def kill(self):
+        """kill -9 of the whole worker (main process, pool children, embedded beat)."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def supervise(self):
+        """Restarts the worker whenever it exits, as systemd's Restart=always would (a
+        celery 5.7 worker exits when Redis goes away while it holds unacked messages)."""
+        self.supervising = True
+
+        def loop():
+            while self.supervising:
+                if self.process.poll() is not None and self.supervising:
+                    # exited again at once (Redis still down): the next round retries
+                    with contextlib.suppress(AssertionError):
+                        self.start()
+                time.sleep(0.2)
+
+        self.supervisor = threading.Thread(target=loop, daemon=True)
+        self.supervisor.start()
+
+    def stop(self):
+        self.supervising = False
+        if getattr(self, "supervisor", None) is not None:
+            self.supervisor.join(timeout=70)
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
