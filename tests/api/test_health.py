@@ -29,14 +29,9 @@ from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.api.test_errors import assert_envelope
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
+from tests.servers import free_port
 from tests.settings_helpers import production_environment, settings_of
 from webhooks.models import WebhookDelivery
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class OwnRedis:

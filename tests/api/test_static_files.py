@@ -8,7 +8,6 @@ config.settings.production and the environment of docs/production.md, behind one
 """
 
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import time
 import pytest
 import requests
 
+from tests.servers import free_port
 from tests.settings_helpers import ROOT, manage, production_environment
 
 # What the nearest proxy sends: the public host, HTTPS, and the client's address.
@@ -25,12 +25,6 @@ PROXY_HEADERS = {
     "X-Forwarded-For": "203.0.113.7",
 }
 A_YEAR = 315360000  # WhiteNoise's max-age for files whose name carries their hash
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
