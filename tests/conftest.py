@@ -4,12 +4,15 @@ import pytest
 import yaml
 from django.core.cache import cache
 from django.core.management import call_command
+from django.test import Client
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from config import health
 from config.api import ratelimit
+from oauth_cli.services import cli_application_ensure
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
+from tests.oauth_cli.flow import connect
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import services as webhook_services
 
@@ -117,6 +120,28 @@ def frozen_rate_limit_clock(request, monkeypatch):
         return None
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW))
     return FROZEN_RATE_LIMIT_NOW
+
+
+@pytest.fixture
+def signed_in(user):
+    """A browser session signed in as `user`."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def tokens(signed_in):
+    """Token response of a CLI connection of `user`, minted through the real authorize-then-token
+    flow (as django-oauth-toolkit's own tests do)."""
+    cli_application_ensure()
+    return connect(signed_in)
+
+
+@pytest.fixture
+def oauth_client(tokens, client_for):
+    """An APIClient sending `user`'s OAuth access token."""
+    return client_for(tokens["access_token"])
 
 
 @pytest.fixture(scope="session")

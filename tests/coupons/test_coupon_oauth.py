@@ -1,24 +1,10 @@
 """v1 coupons are for API keys: the CLI's real OAuth access token gets 403, even with X-STORE."""
 
 import pytest
-from django.test import Client
-from rest_framework.test import APIClient
 
-from oauth_cli.services import cli_application_ensure
 from tests.factories import CouponFactory
-from tests.oauth_cli.flow import connect
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def oauth_client(user):
-    cli_application_ensure()
-    browser = Client()
-    browser.force_login(user)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {connect(browser)['access_token']}")
-    return client
 
 
 def test_oauth_token_is_refused_on_every_coupon_operation(oauth_client, store):

@@ -7,7 +7,7 @@ import pytest
 from events.models import Event
 from events.serializers import event_resource
 from orders.services import order_complete, order_place
-from tests.events.conftest import client_for, poll_all, record_committed
+from tests.events.helpers import poll_all, record_committed
 from tests.factories import make_api_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -216,19 +216,19 @@ def test_cursor_of_another_store_is_409(auth_client, store, other_store, other_c
     assert response.json()["param"] == "cursor"
 
 
-def test_event_ability_is_required(user, store):
+def test_event_ability_is_required(user, store, client_for):
     client = client_for(make_api_key(user, abilities=["invoice"]))
     response = client.get("/api/v2/events")
     assert response.status_code == 403
     assert response.json()["code"] == "forbidden"
 
 
-def test_read_only_event_ability_is_enough(user, store):
+def test_read_only_event_ability_is_enough(user, store, client_for):
     client = client_for(make_api_key(user, abilities=["event:read"]))
     assert client.get("/api/v2/events").status_code == 200
 
 
-def test_x_store_selects_the_journal(user, store, other_store):
+def test_x_store_selects_the_journal(user, store, other_store, client_for):
     # the user belongs to both stores; X-STORE picks one
     from tests.factories import MembershipFactory
 

@@ -10,7 +10,7 @@ from django.core import signing
 
 from events.cursors import CURSOR_SALT, filters_fingerprint
 from orders.services import order_complete, order_place
-from tests.events.conftest import record_committed
+from tests.events.helpers import record_committed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,22 +1,11 @@
 """The journal and invoice lists with the CLI's OAuth access token (X-STORE required)."""
 
 import pytest
-from django.test import Client
 
-from oauth_cli.services import cli_application_ensure
 from orders.services import order_place
-from tests.events.conftest import client_for, record_committed
-from tests.oauth_cli.flow import connect
+from tests.events.helpers import record_committed
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def oauth_client(user):
-    cli_application_ensure()
-    browser = Client()
-    browser.force_login(user)
-    return client_for(connect(browser)["access_token"])
 
 
 def test_oauth_token_reads_the_journal_of_the_store_named_by_x_store(oauth_client, store):

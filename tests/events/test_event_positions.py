@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, transaction
 
 from events.services import record
-from tests.events.conftest import record_committed
+from tests.events.helpers import record_committed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 from events.models import Event
 from events.services import events_prune
 from events.tasks import events_prune_task
-from tests.events.conftest import record_committed
+from tests.events.helpers import record_committed
 from tests.factories import old_events
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from orders.services import order_complete, order_place
-from tests.events.conftest import poll_all
+from tests.events.helpers import poll_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

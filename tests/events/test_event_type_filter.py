@@ -3,7 +3,7 @@ at most 120 characters, an unregistered type matching nothing, and a trailing `*
 
 import pytest
 
-from tests.events.conftest import poll_all, record_committed
+from tests.events.helpers import poll_all, record_committed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,7 +2,6 @@ import pytest
 from django.utils.dateparse import parse_datetime
 
 from orders.services import order_complete, order_place
-from tests.events.conftest import client_for
 from tests.factories import make_api_key
 
 pytestmark = pytest.mark.django_db
@@ -59,14 +58,14 @@ def test_invoice_limit_out_of_range_is_422(auth_client, path, limit):
 
 
 @pytest.mark.parametrize("path", ["/api/v1/invoices", "/api/v2/invoices"])
-def test_invoice_ability_is_required(user, store, path):
+def test_invoice_ability_is_required(user, store, path, client_for):
     client = client_for(make_api_key(user, abilities=["event"]))
     response = client.get(path)
     assert response.status_code == 403
     assert response.json()["code"] == "forbidden"
 
 
-def test_v2_invoices_follow_x_store(user, store, other_store):
+def test_v2_invoices_follow_x_store(user, store, other_store, client_for):
     from tests.factories import MembershipFactory
 
     MembershipFactory(user=user, store=other_store)

@@ -1,7 +1,7 @@
 import pytest
 
 from orders.services import order_complete, order_place
-from tests.events.conftest import record_committed
+from tests.events.helpers import record_committed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
