@@ -37,13 +37,6 @@ CLIENT_SECRET = "confidential-client-secret-0123456789abcdef"
 
 
 @pytest.fixture
-def superuser_client(db):
-    client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
-    return client
-
-
-@pytest.fixture
 def world(db):
     """A row of every registered model, made the way the app makes it, and every secret."""
     owner = UserFactory(username="owner-alice")
@@ -161,29 +154,29 @@ def test_every_registered_model_has_a_row_to_show(world):
     assert empty == []
 
 
-def test_every_admin_page_answers_200(superuser_client, world):
+def test_every_admin_page_answers_200(admin_client, world):
     seen = 0
-    for url, response in pages(superuser_client):
+    for url, response in pages(admin_client):
         assert response.status_code == 200, url
         seen += 1
     assert seen > 2 * len(admin.site._registry)
 
 
-def test_no_secret_or_secret_hash_appears_in_any_admin_page(superuser_client, world):
-    for url, response in pages(superuser_client):
+def test_no_secret_or_secret_hash_appears_in_any_admin_page(admin_client, world):
+    for url, response in pages(admin_client):
         html = response.content.decode()
         for name, secret in world["secrets"].items():
             assert secret, name
             assert secret not in html, f"{name} shown at {url}"
 
 
-def test_secrets_show_masked_in_their_change_forms(superuser_client, world):
+def test_secrets_show_masked_in_their_change_forms(admin_client, world):
     destination = WebhookDestination.objects.get(secret=WEBHOOK_SECRET)
-    html = superuser_client.get(admin_url(WebhookDestination, "change", destination.pk)).content
+    html = admin_client.get(admin_url(WebhookDestination, "change", destination.pk)).content
     assert f"…{WEBHOOK_SECRET[-4:]}".encode() in html
     assert f"…{PREVIOUS_WEBHOOK_SECRET[-4:]}".encode() in html
     token = get_access_token_model().objects.get()
-    html = superuser_client.get(admin_url(token.__class__, "change", token.pk)).content
+    html = admin_client.get(admin_url(token.__class__, "change", token.pk)).content
     assert f"…{token.token[-4:]}".encode() in html
 
 
@@ -195,19 +188,19 @@ def test_secrets_show_masked_in_their_change_forms(superuser_client, world):
         (Order, "created_at"),
     ],
 )
-def test_date_hierarchy_drills_down_and_filters(superuser_client, world, model, field):
+def test_date_hierarchy_drills_down_and_filters(admin_client, world, model, field):
     model_admin = admin.site._registry[model]
     assert model_admin.date_hierarchy == field
     now = timezone.localtime()
     changelist = admin_url(model, "changelist")
-    page = superuser_client.get(changelist)
+    page = admin_client.get(changelist)
     assert b'<nav class="toplinks"' in page.content  # the date hierarchy bar
-    this_year = superuser_client.get(changelist, {f"{field}__year": now.year})
+    this_year = admin_client.get(changelist, {f"{field}__year": now.year})
     assert this_year.status_code == 200
     assert this_year.context["cl"].result_count == model.objects.count() > 0
-    last_year = superuser_client.get(changelist, {f"{field}__year": now.year - 1})
+    last_year = admin_client.get(changelist, {f"{field}__year": now.year - 1})
     assert last_year.context["cl"].result_count == 0
-    day = superuser_client.get(
+    day = admin_client.get(
         changelist,
         {f"{field}__year": now.year, f"{field}__month": now.month, f"{field}__day": now.day},
     )
@@ -225,13 +218,13 @@ def test_date_hierarchy_drills_down_and_filters(superuser_client, world, model, 
         (ApiKey, lambda row: row.current_store),
     ],
 )
-def test_store_filter_is_a_slug_input_that_filters(superuser_client, world, model, store_of):
+def test_store_filter_is_a_slug_input_that_filters(admin_client, world, model, store_of):
     changelist = admin_url(model, "changelist")
-    unfiltered = superuser_client.get(changelist)
+    unfiltered = admin_client.get(changelist)
     assert b'name="store"' in unfiltered.content  # the input, not one link per store
     assert b"?store=beta-shop" not in unfiltered.content
 
-    filtered = superuser_client.get(changelist, {"store": "alpha-shop"})
+    filtered = admin_client.get(changelist, {"store": "alpha-shop"})
 
     assert filtered.status_code == 200
     rows = list(filtered.context["cl"].queryset)
@@ -241,16 +234,16 @@ def test_store_filter_is_a_slug_input_that_filters(superuser_client, world, mode
     assert 'value="alpha-shop"' in filtered.content.decode()
 
 
-def test_store_filter_keeps_the_other_filters(superuser_client, world):
-    response = superuser_client.get(
+def test_store_filter_keeps_the_other_filters(admin_client, world):
+    response = admin_client.get(
         admin_url(Order, "changelist"), {"status": "placed", "store": "alpha-shop"}
     )
     assert response.status_code == 200
     assert '<input type="hidden" name="status" value="placed">' in response.content.decode()
 
 
-def test_unknown_store_slug_shows_an_empty_list(superuser_client, world):
-    response = superuser_client.get(admin_url(Order, "changelist"), {"store": "no-such-store"})
+def test_unknown_store_slug_shows_an_empty_list(admin_client, world):
+    response = admin_client.get(admin_url(Order, "changelist"), {"store": "no-such-store"})
     assert response.status_code == 200
     assert response.context["cl"].result_count == 0
 
@@ -294,14 +287,14 @@ def test_every_store_and_user_choice_in_an_admin_form_is_an_autocomplete(world):
     assert ("orders.Order", "store") in checked
 
 
-def test_autocomplete_endpoints_answer(superuser_client, world):
+def test_autocomplete_endpoints_answer(admin_client, world):
     pairs = sorted(
         set(autocomplete_fields_of_every_admin()), key=lambda p: (p[0]._meta.label, p[1])
     )
     assert len(pairs) >= 10
     for model, field_name in pairs:
         term = "alpha" if "store" in field_name else "owner"
-        response = superuser_client.get(
+        response = admin_client.get(
             "/admin/autocomplete/",
             {
                 "app_label": model._meta.app_label,

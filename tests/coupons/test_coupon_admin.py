@@ -4,7 +4,6 @@
 import pytest
 from django.utils import timezone
 
-from accounts.models import User
 from coupons.models import Coupon
 from events.models import Event
 from tests.factories import CouponFactory, StoreFactory
@@ -12,13 +11,6 @@ from tests.factories import CouponFactory, StoreFactory
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = "/admin/coupons/coupon/"
-
-
-@pytest.fixture
-def admin_client(client):
-    admin_user = User.objects.create_superuser("root", "root@example.com", "pw")
-    client.force_login(admin_user)
-    return client
 
 
 def test_list_shows_code_type_discount_usage_expiry_and_deleted_state(admin_client):

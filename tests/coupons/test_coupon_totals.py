@@ -13,7 +13,6 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts.models import User
 from coupons.models import Coupon, CouponTotal
 from coupons.services import coupon_create, coupon_delete, coupon_restore, coupon_update
 from stores.models import Store
@@ -134,10 +133,9 @@ def test_a_coupon_moved_to_another_store_moves_its_count(store, auth_client, use
     assert_exact(auth_client, second, 1, 1)
 
 
-def test_admin_soft_delete_action_is_counted(client, store, auth_client):
+def test_admin_soft_delete_action_is_counted(admin_client, store, auth_client):
     coupons = CouponFactory.create_batch(4, store=store)
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    client.post(
+    admin_client.post(
         "/admin/coupons/coupon/",
         {"action": "soft_delete", "_selected_action": [c.pk for c in coupons[:3]]},
         follow=True,

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from accounts.models import User
 from coupons.models import Coupon
 from tests.factories import CouponFactory
 
@@ -255,11 +254,10 @@ def test_expiry_with_an_offset_is_stored_in_utc(auth_client):
     assert stored.utcoffset().total_seconds() == 0
 
 
-def test_admin_lists_a_coupon_expiring_at_the_latest_second(store, auth_client, client):
+def test_admin_lists_a_coupon_expiring_at_the_latest_second(store, auth_client, admin_client):
     created = auth_client.post("/api/v1/coupons", {**VALID, "expires_at": "9999-12-31T23:59:59Z"})
     assert created.status_code == 201, created.content
 
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
-    page = client.get("/admin/coupons/coupon/")
+    page = admin_client.get("/admin/coupons/coupon/")
     assert page.status_code == 200
     assert "WELCOME" in page.content.decode()

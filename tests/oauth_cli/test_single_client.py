@@ -6,13 +6,11 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, Grant
 
 from oauth_cli.models import Installation
 from oauth_cli.selectors import token_checksum
-from tests.factories import UserFactory
 from tests.oauth_cli.flow import REDIRECT_URI, authorize_params, authorize_url, pkce_pair
 
 
@@ -93,14 +91,8 @@ def test_revoke_refuses_another_registered_client(client, tokens, rogue_applicat
     assert Installation.objects.exists()
 
 
-def _admin_client() -> Client:
-    client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
-    return client
-
-
-def test_admin_cannot_add_an_application(settings):
-    client = _admin_client()
+def test_admin_cannot_add_an_application(settings, admin_client):
+    client = admin_client
 
     page = client.get("/admin/oauth2_provider/application/add/")
     post = client.post(
@@ -120,8 +112,8 @@ def test_admin_cannot_add_an_application(settings):
     assert list(Application.objects.values_list("client_id", flat=True)) == [settings.CLI_CLIENT_ID]
 
 
-def test_admin_shows_the_cli_client_read_only(cli_application):
-    client = _admin_client()
+def test_admin_shows_the_cli_client_read_only(cli_application, admin_client):
+    client = admin_client
     url = f"/admin/oauth2_provider/application/{cli_application.pk}/change/"
 
     page = client.get(url)
@@ -155,9 +147,9 @@ def test_admin_shows_the_cli_client_read_only(cli_application):
 
 
 @pytest.mark.parametrize("model", ["accesstoken", "refreshtoken", "grant", "idtoken"])
-def test_admin_cannot_mint_tokens_or_codes_by_hand(model):
+def test_admin_cannot_mint_tokens_or_codes_by_hand(model, admin_client):
     # Tokens and codes come only from the protocol; revocation goes through installations.
-    client = _admin_client()
+    client = admin_client
 
     assert client.get(f"/admin/oauth2_provider/{model}/").status_code == 200
     assert client.get(f"/admin/oauth2_provider/{model}/add/").status_code == 403

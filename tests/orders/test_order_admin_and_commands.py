@@ -2,24 +2,15 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.test import Client
 
 from events.models import Event
 from orders.admin import OrderPlaceForm
 from orders.models import Order
 from orders.services import order_complete, order_place
 from tests.admin_users import post_action, staff_client_with
-from tests.factories import CouponFactory, UserFactory
+from tests.factories import CouponFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client():
-    admin = UserFactory(is_staff=True, is_superuser=True)
-    client = Client()
-    client.force_login(admin)
-    return client
 
 
 def test_admin_complete_order_action_completes_through_the_service(admin_client, store):

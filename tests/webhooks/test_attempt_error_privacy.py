@@ -7,9 +7,7 @@ import threading
 from importlib import import_module
 
 import pytest
-from django.test import Client
 
-from tests.factories import UserFactory
 from tests.webhooks.dns import HOST, FakeDns
 from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks.attempts import delivery_send
@@ -75,7 +73,7 @@ def attempt_error(store, origin: str) -> str:
 
 @pytest.mark.parametrize("private_allowed", [True, False], ids=["dev", "production"])
 def test_the_stored_error_and_the_admin_page_hold_no_path_or_query(
-    store, settings, private_allowed
+    store, settings, private_allowed, admin_client
 ):
     # given a destination whose path and query are credentials, on the discard port
     destination_for(store, secret_url("http://127.0.0.1:9"))
@@ -90,9 +88,7 @@ def test_the_stored_error_and_the_admin_page_hold_no_path_or_query(
     error = WebhookDeliveryAttempt.objects.get(delivery=delivery).error
     assert error
     assert SECRET_PATH not in error and SECRET_TOKEN not in error
-    admin = Client()
-    admin.force_login(UserFactory(is_staff=True, is_superuser=True))
-    page = admin.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/")
+    page = admin_client.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/")
     assert page.status_code == 200
     assert error in page.content.decode()
     assert SECRET_PATH.encode() not in page.content
