@@ -8,6 +8,7 @@ from django.utils import timezone
 from events.models import Event
 from events.services import events_prune
 from events.tasks import events_prune_task
+from tests.concurrency import run_at_once
 from tests.events.helpers import record_committed
 from tests.factories import old_events
 
@@ -151,10 +152,6 @@ def test_an_idle_start_cursor_expires_once_unseen_events_are_pruned(auth_client,
 
 @pytest.mark.django_db(transaction=True)
 def test_overlapping_prune_runs_delete_each_event_once(store, other_store):
-    import threading
-
-    from django.db import connection
-
     from events.models import EventPruneMark
 
     # given
@@ -163,24 +160,12 @@ def test_overlapping_prune_runs_delete_each_event_once(store, other_store):
         store_id: max((e.txid, e.id) for e in created if e.store_id == store_id)
         for store_id in (store.pk, other_store.pk)
     }
-    results, errors = [], []
-
-    def run():
-        try:
-            results.append(events_prune(batch_size=200))
-        except BaseException as error:
-            errors.append(error)
-        finally:
-            connection.close()
 
     # when two prune runs overlap
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    results = run_at_once(lambda: events_prune(batch_size=200), 2)
+
     # then
-    assert not errors, errors
+    assert not [r for r in results if isinstance(r, BaseException)], results
     assert sum(results) == 3_000
     assert not Event.objects.exists()
     marks = {m.store_id: (m.txid, m.event_id) for m in EventPruneMark.objects.all()}
