@@ -91,3 +91,10 @@ def connect(client) -> dict:
     response = exchange(client, callback["code"], verifier)
     assert response.status_code == 200, response.content
     return response.json()
+
+
+def via_proxy(client_ip: str, forged: str | None = None) -> dict:
+    """Headers of a request through one trusted proxy (NUM_PROXIES=1) from `client_ip`, with a
+    client-forged X-Forwarded-For entry in front when `forged`."""
+    chain = f"{forged}, {client_ip}" if forged else client_ip
+    return {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": chain}

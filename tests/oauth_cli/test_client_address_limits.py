@@ -5,9 +5,7 @@ client's bucket is its /64 (CLIENT_IPV6_PREFIX_LENGTH), not each address it pick
 from django.conf import settings
 from django.test import Client, override_settings
 
-from tests.oauth_cli.flow import refresh
-
-PROXY = "10.0.0.1"
+from tests.oauth_cli.flow import refresh, via_proxy
 
 
 def one_proxy():
@@ -18,11 +16,6 @@ def one_proxy():
 
 def token_status(client, **headers) -> int:
     return refresh(client, "nope", **headers).status_code
-
-
-def via_proxy(client_ip: str, forged: str | None = None) -> dict:
-    chain = f"{forged}, {client_ip}" if forged else client_ip
-    return {"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": chain}
 
 
 def test_behind_one_proxy_two_clients_have_separate_buckets():

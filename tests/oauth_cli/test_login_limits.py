@@ -13,6 +13,7 @@ from django.core import signing
 from django.test import Client, override_settings
 
 from tests.factories import UserFactory
+from tests.oauth_cli.flow import via_proxy
 
 CLI_LOGIN = "/accounts/login/"
 ADMIN_LOGIN = "/admin/login/"
@@ -32,11 +33,6 @@ def fail(path: str, times: int, *, username: str = "alice", ip: str = "198.51.10
     for _ in range(times):
         response = sign_in(path, username, "wrong", ip=ip)
         assert response.status_code in (200, 429)
-
-
-def via_proxy(client_ip: str, forged: str) -> dict:
-    """A request through one trusted proxy (NUM_PROXIES=1), with a client-forged entry."""
-    return {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": f"{forged}, {client_ip}"}
 
 
 def without_nonce(response) -> str:
