@@ -9,7 +9,6 @@ pointing a setting at a dead port; the suite's shared PostgreSQL and Redis stay 
 import ipaddress
 import logging
 import socket
-import subprocess
 import threading
 import time
 from datetime import timedelta
@@ -29,55 +28,18 @@ from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.api.test_errors import assert_envelope
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
-from tests.servers import free_port
+from tests.servers import ThrowawayRedis, free_port
 from tests.settings_helpers import production_environment, settings_of
 from webhooks.models import WebhookDelivery
 
 
-class OwnRedis:
-    """A redis-server of this test alone, stopped and started again on the same port."""
-
-    def __init__(self, workdir):
-        self.port = free_port()
-        self.workdir = workdir
-        self.process = None
-
-    @property
-    def url(self):
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self):
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                *("--port", str(self.port), "--bind", "127.0.0.1"),
-                *("--save", "", "--appendonly", "no", "--dir", str(self.workdir)),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-
-        def answers():
-            with socket.socket() as sock:
-                return sock.connect_ex(("127.0.0.1", self.port)) == 0
-
-        deadline = time.monotonic() + 10
-        while not answers():
-            assert time.monotonic() < deadline, "own redis-server did not start"
-            time.sleep(0.05)
-
-    def stop(self):
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
 @pytest.fixture
 def own_redis(tmp_path):
-    redis = OwnRedis(tmp_path)
+    """A redis-server of this test alone, stopped and started again on the same port."""
+    redis = ThrowawayRedis(tmp_path)
     redis.start()
     yield redis
-    redis.stop()
+    redis.close()
 
 
 def redis_caches(url):
