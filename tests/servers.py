@@ -180,8 +180,9 @@ class PgBouncer:
 class Gunicorn:
     """`gunicorn config.wsgi` under config.settings.production (docs/production.md) with
     `workers` sync workers, plain HTTP on a free loopback port (no SSL redirect: as behind a
-    proxy that terminates TLS); `environment` over production_environment's. A context manager
-    that starts it, waits for /healthz, and stops it."""
+    proxy that terminates TLS); `environment` over those and production_environment's (None: the
+    production default). A context manager that starts it, waits for /healthz (asked for the first
+    of ALLOWED_HOSTS), and stops it."""
 
     def __init__(self, log_path: Path, *, workers: int, **environment: str):
         self.port = free_port()
@@ -189,10 +190,12 @@ class Gunicorn:
         self.workers = workers
         self.log_path = log_path
         self.environment = production_environment(
-            ALLOWED_HOSTS="127.0.0.1",
-            BASE_URL=self.base,
-            SECURE_SSL_REDIRECT="false",
-            **environment,
+            **{
+                "ALLOWED_HOSTS": "127.0.0.1",
+                "BASE_URL": self.base,
+                "SECURE_SSL_REDIRECT": "false",
+                **environment,
+            }
         )
         self.process: subprocess.Popen | None = None
 
@@ -219,7 +222,9 @@ class Gunicorn:
 
     def _answers(self) -> bool:
         try:
-            return requests.get(f"{self.base}/healthz", timeout=10).status_code == 200
+            host = self.environment["ALLOWED_HOSTS"].split(",")[0]
+            response = requests.get(f"{self.base}/healthz", headers={"Host": host}, timeout=10)
+            return response.status_code == 200
         except requests.RequestException:
             return False
 

@@ -7,10 +7,6 @@ import http.client
 import json
 import logging
 import os
-import socket
-import subprocess
-import sys
-import time
 from io import BytesIO
 from urllib.parse import urlencode
 
@@ -20,8 +16,8 @@ from django.test import Client
 
 from tests.api.test_errors import assert_envelope, assert_html_error_page, signalled  # noqa: F401
 from tests.api.test_sentry import ingest  # noqa: F401
-from tests.api.test_static_files import free_port
-from tests.settings_helpers import ROOT, production_environment, run_python
+from tests.servers import Gunicorn
+from tests.settings_helpers import run_python
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
 
@@ -258,31 +254,10 @@ def test_error_tracking_does_not_get_bodies_over_the_limit(ingest):  # noqa: F81
 @pytest.fixture(scope="module")
 def production_server(tmp_path_factory):
     """gunicorn with config.settings.production on a free port (plain HTTP: the redirect off)."""
-    port = free_port()
     log_path = tmp_path_factory.mktemp("large-bodies") / "gunicorn.log"
-    environment = production_environment(SECURE_SSL_REDIRECT="false", WEB_CONCURRENCY="1")
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"],
-            cwd=ROOT,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                assert server.poll() is None, log_path.read_text()
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    assert time.monotonic() < deadline, "gunicorn did not start within 60 s"
-                    time.sleep(0.2)
-            yield port
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    public = {"ALLOWED_HOSTS": "api.example.com", "BASE_URL": "https://api.example.com"}
+    with Gunicorn(log_path, workers=1, **public) as server:
+        yield server.port
 
 
 def wire_post(port: int, path: str, headers: dict, body=None) -> tuple[int, dict, dict]:

@@ -8,15 +8,12 @@ config.settings.production and the environment of docs/production.md, behind one
 """
 
 import re
-import subprocess
-import sys
-import time
 
 import pytest
 import requests
 
-from tests.servers import free_port
-from tests.settings_helpers import ROOT, manage, production_environment
+from tests.servers import Gunicorn
+from tests.settings_helpers import manage, production_environment
 
 # What the nearest proxy sends: the public host, HTTPS, and the client's address.
 PROXY_HEADERS = {
@@ -31,37 +28,19 @@ A_YEAR = 315360000  # WhiteNoise's max-age for files whose name carries their ha
 def production_server(tmp_path_factory):
     """Base URL of gunicorn under the production settings, its assets collected beforehand."""
     workdir = tmp_path_factory.mktemp("production-static")
-    environment = production_environment(STATIC_ROOT=str(workdir / "static"), NUM_PROXIES="1")
-    collected = manage("collectstatic", "--noinput", environment=environment)
+    settings = {"STATIC_ROOT": str(workdir / "static"), "NUM_PROXIES": "1"}
+    collected = manage("collectstatic", "--noinput", environment=production_environment(**settings))
     assert collected.returncode == 0, collected.stdout + collected.stderr
 
-    port = free_port()
-    log = (workdir / "gunicorn.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env={**environment, "WEB_CONCURRENCY": "1"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, (workdir / "gunicorn.log").read_text()
-            # A connection is accepted before the worker has loaded Django: on a busy machine
-            # the first answer can take seconds.
-            try:
-                requests.get(f"{base}/healthz", headers=PROXY_HEADERS, timeout=10)
-                break
-            except (requests.ConnectionError, requests.Timeout):
-                assert time.monotonic() < deadline, "gunicorn did not start within 60 s"
-                time.sleep(0.2)
-        yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    # The public host and URL of production_environment, and the HTTPS redirect left on (None:
+    # production's default), which PROXY_HEADERS meet.
+    public = {
+        "ALLOWED_HOSTS": "api.example.com",
+        "BASE_URL": "https://api.example.com",
+        "SECURE_SSL_REDIRECT": None,
+    }
+    with Gunicorn(workdir / "gunicorn.log", workers=1, **public, **settings) as server:
+        yield server.base
 
 
 def get(url: str, **headers) -> requests.Response:
