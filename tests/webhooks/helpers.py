@@ -7,7 +7,9 @@ embedded beat for the sweeper) run as a subprocess against the test database and
 with a compressed retry schedule and short leases. Fixtures over them live in conftest.py.
 """
 
+import base64
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import redis
+from django.conf import settings as django_settings
 from django.db import connection, transaction
 
 from events.services import record
@@ -245,3 +249,68 @@ class CeleryWorker:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def queued() -> list[tuple[str, list]]:
+    """(task name, args) of every message waiting in the broker's webhooks queue."""
+    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    queue = django_settings.WEBHOOKS_QUEUE
+    messages = [json.loads(raw) for raw in reversed(client.lrange(queue, 0, -1))]
+    # kombu's Redis message: a base64 body holding [args, kwargs, embed]
+    return [
+        (message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0])
+        for message in messages
+    ]
+
+
+class HeldReceiver:
+    """Makes `receiver` hold every request until released, counting those in flight."""
+
+    def __init__(self, receiver):
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        receiver.respond = self.respond
+
+    def respond(self, request):
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.release.wait(timeout=30)
+        with self.lock:
+            self.in_flight -= 1
+        return Reply(200)
+
+
+# A worker's settings where a send times out quickly and a destination has two slots (the
+# fairness and send-slot runs).
+SEND_TIMEOUT = 3.0
+FAIRNESS_ENV = {
+    "WEBHOOKS_TIMEOUT_SECONDS": str(SEND_TIMEOUT),
+    # webhooks.E001/E002: drain + timeout < time limit; time limit + margin < lease
+    "WEBHOOKS_TIME_LIMIT_SECONDS": "5",
+    "WEBHOOKS_LEASE_SECONDS": "8",
+    "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
+    "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.5,0.5,0.5",
+}
+
+
+class HangingReceiver(Receiver):
+    """Answers nothing until after the sender's timeout."""
+
+    def __init__(self):
+        super().__init__()
+        self.respond = lambda request: Reply(200, delay=SEND_TIMEOUT + 1)
+
+    def most_sends_at_once(self) -> int:
+        """Each send lasts the whole timeout (the receiver answers later), so the sends started
+        within less than one timeout of each other overlapped: their largest count is the
+        most sends in flight at once. (The receiver's own threads outlive the sender's
+        hang-up, so counting them would overstate it.)"""
+        starts = sorted(request.received_at for request in self.received())
+        window = SEND_TIMEOUT * 0.8
+        return max(
+            (sum(1 for other in starts if start <= other < start + window) for start in starts),
+            default=0,
+        )

@@ -5,19 +5,15 @@ Drains run in the test process here (tests/webhooks/test_worker_delivery.py runs
 worker); the queue is the real Redis broker, read without consuming it.
 """
 
-import base64
-import json
 import threading
 
 import pytest
-import redis
-from django.conf import settings as django_settings
 from django.test import override_settings
 
 from config.celery import app
 from tests.concurrency import run_at_once
 from tests.outages import dead_redis_caches
-from tests.webhooks.helpers import destination_for, record_order_completed
+from tests.webhooks.helpers import destination_for, queued, record_order_completed
 from webhooks import attempts, services
 from webhooks.attempts import destination_drain
 from webhooks.models import WebhookDelivery, WebhookDestination
@@ -32,18 +28,6 @@ def empty_queue(settings):
     app.control.purge()
     yield
     app.control.purge()
-
-
-def queued() -> list[tuple[str, list]]:
-    """(task name, args) of every message waiting in the broker's webhooks queue."""
-    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
-    queue = django_settings.WEBHOOKS_QUEUE
-    messages = [json.loads(raw) for raw in reversed(client.lrange(queue, 0, -1))]
-    # kombu's Redis message: a base64 body holding [args, kwargs, embed]
-    return [
-        (message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0])
-        for message in messages
-    ]
 
 
 def delivered_ids(receiver) -> list[str]:

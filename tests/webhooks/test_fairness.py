@@ -15,8 +15,13 @@ from django.utils import timezone
 from config.celery import app
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory, UserFactory
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed, wait_until
-from tests.webhooks.test_destination_drain import queued
+from tests.webhooks.helpers import (
+    HeldReceiver,
+    destination_for,
+    queued,
+    record_order_completed,
+    wait_until,
+)
 from webhooks.attempts import delivery_claim, delivery_send, destination_drain
 from webhooks.models import WebhookDelivery
 from webhooks.services import deliveries_sweep
@@ -32,26 +37,6 @@ def empty_queue(settings):
     app.control.purge()
     yield
     app.control.purge()
-
-
-class HeldReceiver:
-    """Makes `receiver` hold every request until released, counting those in flight."""
-
-    def __init__(self, receiver):
-        self.release = threading.Event()
-        self.lock = threading.Lock()
-        self.in_flight = 0
-        self.most_in_flight = 0
-        receiver.respond = self.respond
-
-    def respond(self, request):
-        with self.lock:
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        self.release.wait(timeout=30)
-        with self.lock:
-            self.in_flight -= 1
-        return Reply(200)
 
 
 @pytest.mark.django_db(transaction=True)

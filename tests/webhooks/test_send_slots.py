@@ -16,9 +16,14 @@ from django.utils import timezone
 from config.celery import app
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory, UserFactory
-from tests.webhooks.helpers import Receiver, destination_for, record_order_completed, wait_until
-from tests.webhooks.test_destination_drain import queued
-from tests.webhooks.test_fairness import HeldReceiver
+from tests.webhooks.helpers import (
+    HeldReceiver,
+    Receiver,
+    destination_for,
+    queued,
+    record_order_completed,
+    wait_until,
+)
 from webhooks.attempts import delivery_send, destination_drain
 from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
 

@@ -15,9 +15,10 @@ from django.utils import timezone
 
 from tests.factories import StoreFactory
 from tests.webhooks.helpers import (
+    FAIRNESS_ENV,
+    SEND_TIMEOUT,
     CeleryWorker,
-    Receiver,
-    Reply,
+    HangingReceiver,
     destination_for,
     record_order_completed,
     wait_until,
@@ -26,15 +27,6 @@ from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-SEND_TIMEOUT = 3.0
-FAIRNESS_ENV = {
-    "WEBHOOKS_TIMEOUT_SECONDS": str(SEND_TIMEOUT),
-    # webhooks.E001/E002: drain + timeout < time limit; time limit + margin < lease
-    "WEBHOOKS_TIME_LIMIT_SECONDS": "5",
-    "WEBHOOKS_LEASE_SECONDS": "8",
-    "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
-    "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.5,0.5,0.5",
-}
 PROCESSES = 4
 
 
@@ -56,26 +48,6 @@ def four_process_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     yield worker
     worker.stop()
     app.control.purge()
-
-
-class HangingReceiver(Receiver):
-    """Answers nothing until after the sender's timeout."""
-
-    def __init__(self):
-        super().__init__()
-        self.respond = lambda request: Reply(200, delay=SEND_TIMEOUT + 1)
-
-    def most_sends_at_once(self) -> int:
-        """Each send lasts the whole timeout (the receiver answers later), so the sends started
-        within less than one timeout of each other overlapped: their largest count is the
-        most sends in flight at once. (The receiver's own threads outlive the sender's
-        hang-up, so counting them would overstate it.)"""
-        starts = sorted(request.received_at for request in self.received())
-        window = SEND_TIMEOUT * 0.8
-        return max(
-            (sum(1 for other in starts if start <= other < start + window) for start in starts),
-            default=0,
-        )
 
 
 @pytest.fixture

@@ -22,14 +22,16 @@ from tests.factories import StoreFactory, UserFactory
 from tests.servers import PgBouncer
 from tests.webhooks.helpers import (
     BASE_DIR,
+    FAIRNESS_ENV,
+    SEND_TIMEOUT,
     CeleryWorker,
+    HangingReceiver,
     Receiver,
     Reply,
     destination_for,
     record_order_completed,
     wait_until,
 )
-from tests.webhooks.test_worker_fairness import FAIRNESS_ENV, SEND_TIMEOUT, HangingReceiver
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookSendSlot
 from webhooks.services import deliveries_enqueue
