@@ -10,6 +10,7 @@ from accounts.services import api_key_create
 from coupons.models import Coupon
 from events.models import Event
 from stores.models import Membership, Store
+from webhooks.models import WebhookDestination
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -68,6 +69,18 @@ class CouponFactory(factory.django.DjangoModelFactory):
     type = Coupon.TYPE_AMOUNT
     discount = 5
     store_wide = True
+
+
+class WebhookDestinationFactory(factory.django.DjangoModelFactory):
+    """A destination written straight to the table (destination_put is tested on its own)."""
+
+    class Meta:
+        model = WebhookDestination
+
+    store = factory.SubFactory(StoreFactory)
+    url = "https://hooks.example.com/storefront"
+    secret = factory.Sequence(lambda n: f"whsec_test_{n}")
+    event_types = factory.LazyFunction(lambda: ["order.completed"])
 
 
 def old_events(store, count: int, age_days: int = 31) -> list[Event]:

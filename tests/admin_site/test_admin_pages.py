@@ -25,7 +25,13 @@ from oauth_cli.selectors import token_checksum
 from oauth_cli.services import cli_application_ensure
 from orders.models import Order
 from stores.models import Membership
-from tests.factories import CouponFactory, MembershipFactory, UserFactory, make_api_key
+from tests.factories import (
+    CouponFactory,
+    MembershipFactory,
+    UserFactory,
+    WebhookDestinationFactory,
+    make_api_key,
+)
 from tests.oauth_cli.flow import approve, authorize_params, connect
 from tests.webhooks.helpers import record_order_completed
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
@@ -49,19 +55,14 @@ def world(db):
     CouponFactory(store=other, code="BETA10")
     Order.objects.create(store=store, subtotal_cents=1000, total_cents=1000, currency="EUR")
     Order.objects.create(store=other, subtotal_cents=2000, total_cents=2000, currency="EUR")
-    WebhookDestination.objects.create(
+    WebhookDestinationFactory(
         store=store,
-        url="https://hooks.example.com/storefront",
         secret=WEBHOOK_SECRET,
         previous_secret=PREVIOUS_WEBHOOK_SECRET,
         previous_secret_expires_at=timezone.now() + timedelta(hours=1),
-        event_types=["order.completed"],
     )
-    WebhookDestination.objects.create(
-        store=other,
-        url="https://hooks.example.com/beta",
-        secret=OTHER_WEBHOOK_SECRET,
-        event_types=["order.completed"],
+    WebhookDestinationFactory(
+        store=other, url="https://hooks.example.com/beta", secret=OTHER_WEBHOOK_SECRET
     )
     record_order_completed(store, order_id=1)
     record_order_completed(other, order_id=2)

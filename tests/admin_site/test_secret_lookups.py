@@ -11,8 +11,7 @@ from oauth2_provider.models import get_access_token_model, get_refresh_token_mod
 from accounts.models import ApiKey
 from oauth_cli.services import cli_application_ensure
 from tests.admin_users import staff_client_with
-from tests.factories import MembershipFactory, UserFactory, make_api_key
-from webhooks.models import WebhookDestination
+from tests.factories import MembershipFactory, UserFactory, WebhookDestinationFactory, make_api_key
 
 pytestmark = pytest.mark.django_db
 
@@ -23,12 +22,11 @@ def changelist_with(client, path: str, lookup: str, value: str):
 
 @pytest.mark.parametrize("field", ["url", "secret", "previous_secret"])
 def test_webhook_destinations_cannot_be_filtered_by_a_secret_field(field):
-    destination = WebhookDestination.objects.create(
+    destination = WebhookDestinationFactory(
         store=MembershipFactory().store,
         url="https://hooks.example.com/services/s3cr3tPath",
         secret="whsec_current_0123456789abcdef",
         previous_secret="whsec_previous_0123456789abcdef",
-        event_types=[],
     )
     viewer = staff_client_with("webhooks.view_webhookdestination")
     known_prefix = getattr(destination, field)[:-3]

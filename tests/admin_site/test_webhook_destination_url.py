@@ -6,7 +6,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 
 from tests.admin_users import cookies_carry, sessions_carry, staff_client_with
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, WebhookDestinationFactory
 from tests.webhooks.helpers import record_order_completed
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 
@@ -21,11 +21,8 @@ DESTINATIONS = "/admin/webhooks/webhookdestination/"
 
 @pytest.fixture
 def destination():
-    return WebhookDestination.objects.create(
-        store=MembershipFactory().store,
-        url=URL,
-        secret="whsec_0123456789abcdefABCDEF0123",
-        event_types=["order.completed"],
+    return WebhookDestinationFactory(
+        store=MembershipFactory().store, url=URL, secret="whsec_0123456789abcdefABCDEF0123"
     )
 
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from events.models import Event
 from events.services import events_prune, record
-from tests.factories import MembershipFactory
-from webhooks.models import WebhookDelivery, WebhookDeliveryTotal, WebhookDestination
+from tests.factories import MembershipFactory, WebhookDestinationFactory
+from webhooks.models import WebhookDelivery, WebhookDeliveryTotal
 from webhooks.services import delivery_replay
 
 pytestmark = pytest.mark.django_db
@@ -24,12 +24,7 @@ LIST_URL = "/api/v2/webhook-deliveries"
 
 def with_destination(store) -> None:
     # Deliveries are created for it; none is sent (no commit ends these tests' transaction).
-    WebhookDestination.objects.create(
-        store=store,
-        url="https://hooks.example.com/storefront",
-        secret="whsec_test",
-        event_types=["coupon.updated"],
-    )
+    WebhookDestinationFactory(store=store, event_types=["coupon.updated"])
 
 
 def record_events(store, count: int) -> list[Event]:

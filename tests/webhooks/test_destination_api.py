@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from accounts.abilities import ROLE_STAFF
 from tests.concurrency import run_at_once
-from tests.factories import MembershipFactory, UserFactory, make_api_key
+from tests.factories import MembershipFactory, UserFactory, WebhookDestinationFactory, make_api_key
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDestination
@@ -256,9 +256,7 @@ def test_delete_removes_the_destination(auth_client, strict):
 
 
 def test_destination_is_per_store(auth_client, other_store, strict):
-    WebhookDestination.objects.create(
-        store=other_store, url="https://other.example.com/", secret="whsec_x", event_types=[]
-    )
+    WebhookDestinationFactory(store=other_store, url="https://other.example.com/")
 
     assert auth_client.get(URL).status_code == 404
 
