@@ -1,16 +1,21 @@
 """Servers the tests start beside bin/with-test-services' PostgreSQL and Redis, on free loopback
 ports: a Redis that tests stop and start again, Debian's PgBouncer in transaction mode
 (bin/install-test-deps installs it), the set-up docs/scaling.md gives for many processes (the
-send-slot tests, the database fault run), and gunicorn under the production settings (the fault
-runs)."""
+send-slot tests, the database fault run), gunicorn under the production settings (the fault
+runs, static files, large bodies) and a Sentry ingest that records what a client reports."""
 
+import gzip
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -237,3 +242,48 @@ class Gunicorn:
             for line in self.log_path.read_text(errors="replace").splitlines()
             if any(word in line for word in words)
         ]
+
+
+class SentryIngest:
+    """Records what a Sentry client posts (envelopes), decompressed."""
+
+    def __init__(self):
+        self.bodies: list[bytes] = []
+        ingest = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                encoding = self.headers.get("Content-Encoding", "")
+                if encoding == "gzip":
+                    body = gzip.decompress(body)
+                elif encoding == "deflate":
+                    body = zlib.decompress(body)
+                elif encoding == "br":
+                    import brotli
+
+                    body = brotli.decompress(body)
+                ingest.bodies.append(body)
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def dsn(self) -> str:
+        return f"http://publickey@127.0.0.1:{self.server.server_address[1]}/1"
+
+    def events(self) -> list[dict]:
+        events = []
+        for body in self.bodies:
+            for line in body.splitlines()[1:]:
+                item = json.loads(line) if line.startswith(b"{") else {}
+                if "exception" in item:
+                    events.append(item)
+        return events

@@ -1,6 +1,11 @@
+import sys
+
 import pytest
 import redis
 from django.conf import settings
+from django.core.signals import got_request_exception
+
+from tests.servers import SentryIngest
 
 # Every queue the project's tasks go to (config/settings/health.py) and Celery's default.
 BROKER_QUEUES = ("webhooks", "maintenance", "celery")
@@ -27,3 +32,25 @@ def _fresh_health_checks(settings, monkeypatch):
     settings.HEALTH_RATE_LIMIT_PER_MINUTE = 1_000_000
     monkeypatch.setattr(health, "_runs", {})
     monkeypatch.setattr(health, "_failing", {})
+
+
+@pytest.fixture
+def signalled():
+    """The requests got_request_exception was sent for (what error trackers listen to)."""
+    received = []
+
+    def receiver(sender, request, **kwargs):
+        received.append((request, sys.exc_info()[1]))
+
+    got_request_exception.connect(receiver)
+    yield received
+    got_request_exception.disconnect(receiver)
+
+
+@pytest.fixture
+def ingest():
+    """A Sentry ingest server on a free loopback port (tests.servers.SentryIngest)."""
+    server = SentryIngest()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()

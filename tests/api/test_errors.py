@@ -2,41 +2,17 @@
 
 import logging
 import re
-import sys
 
 import pytest
-from django.core.signals import got_request_exception
 from django.test import Client
 from rest_framework.test import APIClient
 
 from config.api.errors import ERROR_CODES
 from config.api.middleware import RequestIdLogFilter
+from tests.api.envelope import assert_envelope, assert_html_error_page
 from tests.factories import make_api_key
 
 pytestmark = pytest.mark.django_db
-
-ENVELOPE_KEYS = {"type", "code", "message", "status", "param", "request_id", "docs_url"}
-
-
-def assert_envelope(response, status, type_, code, param=None):
-    assert response.status_code == status
-    assert response["Content-Type"].startswith("application/json")
-    body = response.json()
-    # `errors` only on validation errors (spec "Errors"), and always there.
-    assert set(body) == (ENVELOPE_KEYS | {"errors"} if status == 422 else ENVELOPE_KEYS)
-    if status == 422:
-        assert body["errors"] and all(
-            isinstance(messages, list) and messages for messages in body["errors"].values()
-        )
-    assert body["type"] == type_
-    assert body["code"] == code
-    assert body["status"] == status
-    assert body["param"] == param
-    assert isinstance(body["message"], str) and body["message"]
-    assert re.fullmatch(r"req_[A-Za-z0-9_-]{20,}", body["request_id"])
-    assert body["request_id"] == response["X-Request-Id"]
-    assert body["docs_url"] == f"http://testserver/docs/errors#{code}"
-    return body
 
 
 def test_400_unparseable_json(auth_client):
@@ -181,19 +157,6 @@ def test_500_from_a_plain_django_view_under_api_has_no_trace():
 
 
 @pytest.fixture
-def signalled():
-    """The requests got_request_exception was sent for (what error trackers listen to)."""
-    received = []
-
-    def receiver(sender, request, **kwargs):
-        received.append((request, sys.exc_info()[1]))
-
-    got_request_exception.connect(receiver)
-    yield received
-    got_request_exception.disconnect(receiver)
-
-
-@pytest.fixture
 def request_log(caplog):
     # The console handler of LOGGING carries this filter; caplog's handler gets the same one.
     caplog.handler.addFilter(RequestIdLogFilter())
@@ -254,19 +217,6 @@ HANDLED = [
     ("not-found", 404, "resource_not_found", "not_found_error"),
     ("server-error", 500, "api_error", "api_error"),
 ]
-
-
-def assert_html_error_page(response, status):
-    assert response.status_code == status
-    assert response["Content-Type"].startswith("text/html")
-    html = response.content.decode()
-    assert html.lstrip().lower().startswith("<!doctype html>")
-    assert f"({status})" in html
-    # the reference a user quotes to support, and no internals
-    assert response["X-Request-Id"] in html
-    assert "secret internal detail" not in html
-    assert "Traceback" not in html
-    return html
 
 
 @pytest.mark.urls("tests.api.urls")

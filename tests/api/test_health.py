@@ -24,8 +24,8 @@ from config import health
 from config.beat import LockedScheduler
 from config.celery import app
 from config.worker_heartbeat import worker_heartbeat_task
+from tests.api.envelope import assert_envelope
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
-from tests.api.test_errors import assert_envelope
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
 from tests.servers import ThrowawayRedis, free_port

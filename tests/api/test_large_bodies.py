@@ -14,8 +14,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from tests.api.test_errors import assert_envelope, assert_html_error_page, signalled  # noqa: F401
-from tests.api.test_sentry import ingest  # noqa: F401
+from tests.api.envelope import assert_envelope, assert_html_error_page
 from tests.servers import Gunicorn
 from tests.settings_helpers import run_python
 
@@ -61,7 +60,7 @@ def test_limit_is_the_documented_2_5_mib():
 
 
 @pytest.mark.parametrize("path", ["/api/v2/test-echo", "/api/v2/stores"])
-def test_a_json_body_over_the_limit_is_a_413_envelope(path, api_key, signalled, errors_logged):  # noqa: F811
+def test_a_json_body_over_the_limit_is_a_413_envelope(path, api_key, signalled, errors_logged):
     client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Bearer {api_key}")
 
     response = client.post(
@@ -94,7 +93,7 @@ def test_the_size_is_refused_before_the_credential_is_looked_at():
 @pytest.mark.parametrize("path", ["/oauth/token", "/oauth/revoke"])
 def test_a_form_over_the_limit_on_the_oauth_protocol_endpoints_is_a_413_oauth_error(
     path,
-    signalled,  # noqa: F811
+    signalled,
     errors_logged,
 ):
     response = Client(raise_request_exception=False).post(
@@ -108,7 +107,7 @@ def test_a_form_over_the_limit_on_the_oauth_protocol_endpoints_is_a_413_oauth_er
     assert errors_logged() == []
 
 
-def test_a_consent_form_over_the_limit_is_a_413_page(user, signalled, errors_logged):  # noqa: F811
+def test_a_consent_form_over_the_limit_is_a_413_page(user, signalled, errors_logged):
     from oauth_cli.services import cli_application_ensure
     from tests.oauth_cli.flow import authorize_params, consent
 
@@ -129,7 +128,7 @@ def test_a_consent_form_over_the_limit_is_a_413_page(user, signalled, errors_log
 
 
 @pytest.mark.parametrize("signed_in", [False, True], ids=["sign-in-form", "change-form"])
-def test_an_admin_form_over_the_limit_is_a_413_page(signed_in, user, signalled, errors_logged):  # noqa: F811
+def test_an_admin_form_over_the_limit_is_a_413_page(signed_in, user, signalled, errors_logged):
     browser = Client(raise_request_exception=False)
     path = "/admin/login/"
     if signed_in:
@@ -149,7 +148,7 @@ def test_an_admin_form_over_the_limit_is_a_413_page(signed_in, user, signalled, 
     assert errors_logged() == []
 
 
-def test_a_multipart_form_over_the_limit_is_a_413_page(user, signalled):  # noqa: F811
+def test_a_multipart_form_over_the_limit_is_a_413_page(user, signalled):
     user.is_staff = user.is_superuser = True
     user.save()
     browser = Client(raise_request_exception=False)
@@ -181,7 +180,7 @@ def chunked_post(path: str, body: bytes, content_type="application/json"):
     )
 
 
-def test_a_chunked_body_over_the_limit_is_a_413_envelope(signalled, errors_logged):  # noqa: F811
+def test_a_chunked_body_over_the_limit_is_a_413_envelope(signalled, errors_logged):
     response = chunked_post("/api/v2/test-echo", json_body(LIMIT + 1))
 
     assert_too_large(response)
@@ -234,7 +233,7 @@ print(json.dumps(statuses))
 """
 
 
-def test_error_tracking_does_not_get_bodies_over_the_limit(ingest):  # noqa: F811
+def test_error_tracking_does_not_get_bodies_over_the_limit(ingest):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
     environment.update(DJANGO_SETTINGS_MODULE="config.settings.test", SENTRY_DSN=ingest.dsn)
 

@@ -4,14 +4,8 @@ Django and Celery integrations, and what it sends carries the request id and no 
 Each case runs in its own process (sentry_sdk.init is process-wide); the DSN points at an HTTP
 server of the test, so nothing leaves the machine."""
 
-import gzip
 import json
 import os
-import threading
-import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-import pytest
 
 from tests.settings_helpers import run_python
 
@@ -38,59 +32,6 @@ report["request_id"] = response["X-Request-Id"]
 sentry_sdk.flush(timeout=10)
 print(json.dumps(report))
 """.replace("SECRET", SECRET_TOKEN)
-
-
-class SentryIngest:
-    """Records what a Sentry client posts (envelopes), decompressed."""
-
-    def __init__(self):
-        self.bodies: list[bytes] = []
-        ingest = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                encoding = self.headers.get("Content-Encoding", "")
-                if encoding == "gzip":
-                    body = gzip.decompress(body)
-                elif encoding == "deflate":
-                    body = zlib.decompress(body)
-                elif encoding == "br":
-                    import brotli
-
-                    body = brotli.decompress(body)
-                ingest.bodies.append(body)
-                self.send_response(200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def dsn(self) -> str:
-        return f"http://publickey@127.0.0.1:{self.server.server_address[1]}/1"
-
-    def events(self) -> list[dict]:
-        events = []
-        for body in self.bodies:
-            for line in body.splitlines()[1:]:
-                item = json.loads(line) if line.startswith(b"{") else {}
-                if "exception" in item:
-                    events.append(item)
-        return events
-
-
-@pytest.fixture
-def ingest():
-    server = SentryIngest()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
 
 
 def probe(**env) -> dict:
