@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from config import health
 from config.api import ratelimit
 from oauth_cli.services import cli_application_ensure
+from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
 from tests.webhooks.helpers import CeleryWorker, Receiver
@@ -105,10 +106,6 @@ def client_for():
         return client
 
     return make
-
-
-# 30 s into a one-minute window (1_800_000_000 is a multiple of 60).
-FROZEN_RATE_LIMIT_NOW = 1_800_000_030.0
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from config.api import ratelimit
-from tests.conftest import FROZEN_RATE_LIMIT_NOW
+from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen_rate_limit_clock")]

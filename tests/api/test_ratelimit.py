@@ -6,7 +6,7 @@ import pytest
 from django.test import override_settings
 
 from config.api import ratelimit
-from tests.conftest import FROZEN_RATE_LIMIT_NOW
+from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
 from tests.outages import dead_redis_caches
 

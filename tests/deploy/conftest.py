@@ -15,6 +15,8 @@ import pytest
 import requests
 
 from tests.deploy.image import (
+    METRICS_TOKEN,
+    OPERATOR_ENVIRONMENT,
     ImageProcess,
     build_image,
     compose_services,
@@ -23,16 +25,6 @@ from tests.deploy.image import (
 )
 from tests.servers import free_port
 from tests.webhooks.helpers import Receiver
-
-OPERATOR_ENVIRONMENT = {
-    "SECRET_KEY": secrets.token_urlsafe(50),
-    "POSTGRES_PASSWORD": "0123456789abcdef",
-    "ALLOWED_HOSTS": "127.0.0.1",
-    "BASE_URL": "https://api.example.com",
-    "STOREFRONT_DOMAIN": "example.com",
-    "WORKER_CONCURRENCY": "2",
-}
-METRICS_TOKEN = secrets.token_urlsafe(24)
 
 
 @dataclass

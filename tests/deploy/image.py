@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,18 @@ from pathlib import Path
 import yaml
 
 from tests.settings_helpers import ROOT
+
+# What the operator sets (docs/production.md); the rest has the image's defaults.
+OPERATOR_ENVIRONMENT = {
+    "SECRET_KEY": secrets.token_urlsafe(50),
+    "POSTGRES_PASSWORD": "0123456789abcdef",
+    "ALLOWED_HOSTS": "127.0.0.1",
+    "BASE_URL": "https://api.example.com",
+    "STOREFRONT_DOMAIN": "example.com",
+    "WORKER_CONCURRENCY": "2",
+}
+METRICS_TOKEN = secrets.token_urlsafe(24)
+
 
 BASE_IMAGE = "python:3.11-slim-bookworm"
 IMAGE = "localhost/storefront:test"

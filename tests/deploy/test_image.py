@@ -12,8 +12,7 @@ import pytest
 import requests
 import yaml
 
-from tests.deploy.conftest import METRICS_TOKEN, OPERATOR_ENVIRONMENT
-from tests.deploy.image import compose_config, image_command
+from tests.deploy.image import METRICS_TOKEN, OPERATOR_ENVIRONMENT, compose_config, image_command
 from tests.servers import free_port, stop_process
 from tests.settings_helpers import ROOT
 from tests.webhooks.helpers import wait_until
