@@ -14,25 +14,23 @@ from django.test import Client, override_settings
 
 from tests.factories import UserFactory
 from tests.oauth_cli.flow import via_proxy
-
-CLI_LOGIN = "/accounts/login/"
-ADMIN_LOGIN = "/admin/login/"
-LOGIN_PAGES = [CLI_LOGIN, ADMIN_LOGIN]
-
-
-def sign_in(path: str, username: str, password: str, ip: str = "198.51.100.1"):
-    return Client().post(path, {"username": username, "password": password}, REMOTE_ADDR=ip)
-
-
-def signed_in(response) -> bool:
-    return response.status_code == 302
-
-
-def fail(path: str, times: int, *, username: str = "alice", ip: str = "198.51.100.1"):
-    """Wrong passwords; the one that reaches the limit is already answered with the lockout."""
-    for _ in range(times):
-        response = sign_in(path, username, "wrong", ip=ip)
-        assert response.status_code in (200, 429)
+from tests.oauth_cli.login import (
+    ADMIN_LOGIN,
+    ATTACKER_IP,
+    CLI_LOGIN,
+    KNOWN_BROWSER_COOKIE,
+    KNOWN_BROWSER_SALT,
+    LOGIN_PAGES,
+    NEW_ADDRESS,
+    OWNER_IP,
+    attack,
+    browser_signed_in_before,
+    browser_with_cookie,
+    fail,
+    sign_in,
+    sign_in_from,
+    signed_in,
+)
 
 
 def without_nonce(response) -> str:
@@ -197,34 +195,6 @@ def test_with_the_counters_cache_down_the_sign_in_page_itself_is_the_503_page(pa
 
 
 # Known browsers: a stranger's failures at a username do not lock its owner out.
-
-KNOWN_BROWSER_COOKIE = "known_browser"
-KNOWN_BROWSER_SALT = "oauth_cli.login_limits.known_browser"
-OWNER_IP = "198.51.100.7"
-NEW_ADDRESS = "192.0.2.44"
-ATTACKER_IP = "203.0.113.66"
-
-
-def browser_signed_in_before(path: str, ip: str = OWNER_IP, username: str = "alice") -> Client:
-    """A browser in which `username` signed in earlier, its session since ended."""
-    browser = Client()
-    assert signed_in(sign_in_from(browser, path, username, "password", ip=ip))
-    del browser.cookies[settings.SESSION_COOKIE_NAME]
-    return browser
-
-
-def sign_in_from(browser: Client, path: str, username: str, password: str, ip: str):
-    return browser.post(path, {"username": username, "password": password}, REMOTE_ADDR=ip)
-
-
-def browser_with_cookie(value: str) -> Client:
-    browser = Client()
-    browser.cookies[KNOWN_BROWSER_COOKIE] = value
-    return browser
-
-
-def attack(path: str, times: int, *, ip: str = ATTACKER_IP, username: str = "alice"):
-    fail(path, times, username=username, ip=ip)
 
 
 @pytest.mark.parametrize("path", LOGIN_PAGES)

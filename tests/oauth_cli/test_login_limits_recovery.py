@@ -11,7 +11,7 @@ from django.test import Client
 
 from tests.admin_users import post_action, staff_client_with
 from tests.factories import UserFactory
-from tests.oauth_cli.test_login_limits import (
+from tests.oauth_cli.login import (
     ATTACKER_IP,
     CLI_LOGIN,
     KNOWN_BROWSER_COOKIE,
