@@ -169,3 +169,28 @@ def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     worker.supervise()
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def start_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """`start_worker(extra_env, **kwargs)`: a CeleryWorker started now, killed after the test."""
+    from config.celery import app
+
+    workers = []
+
+    def start(extra_env: dict, **kwargs) -> CeleryWorker:
+        worker = CeleryWorker(
+            tmp_path_factory.mktemp("celery-slots"), extra_env=extra_env, **kwargs
+        )
+        with django_db_blocker.unblock():
+            worker.start()
+        workers.append(worker)
+        return worker
+
+    app.control.purge()
+    yield start
+    # Torn down before the test's database flush (sends in flight would block it).
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.kill()
+    app.control.purge()

@@ -39,11 +39,12 @@ from tests.faults.harness import (
     terminate_backends,
 )
 from tests.servers import PgBouncer
-from tests.webhooks.helpers import WORKER_ENV, destination_for, wait_until
-from tests.webhooks.test_worker_send_slots import (  # noqa: F401 (start_worker: a fixture)
+from tests.webhooks.helpers import (
+    WORKER_ENV,
     CountingReceiver,
+    destination_for,
     live_slots,
-    start_worker,
+    wait_until,
 )
 from webhooks.models import WebhookDelivery
 
@@ -218,7 +219,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     tmp_path,
     owner,
     test_database_url,
-    start_worker,  # noqa: F811 (the imported fixture)
+    start_worker,
     holding_receiver,
 ):
     server_port = int(test_database_url.rsplit(":", 1)[1].split("/")[0])

@@ -23,8 +23,10 @@ from pathlib import Path
 import redis
 from django.conf import settings as django_settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from events.services import record
+from webhooks.models import WebhookSendSlot
 from webhooks.services import destination_put
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -153,11 +155,19 @@ class CeleryWorker:
     """`celery -A config worker -B` in its own process group, on the test database."""
 
     def __init__(
-        self, log_dir: Path, concurrency: int = 2, queues=None, beat: bool = True, pool=None
+        self,
+        log_dir: Path,
+        concurrency: int = 2,
+        queues=None,
+        beat: bool = True,
+        pool=None,
+        extra_env: dict | None = None,
     ):
         """`queues`: consumed only these (`-Q`; all when None); `beat`: with an embedded
-        beat (`-B`); `pool`: Celery's default (prefork) when None."""
+        beat (`-B`); `pool`: Celery's default (prefork) when None; `extra_env`: over WORKER_ENV's
+        compressed timings."""
         self.log_dir = log_dir
+        self.extra_env = extra_env or {}
         self.concurrency = concurrency
         self.queues = queues
         self.beat = beat
@@ -177,6 +187,7 @@ class CeleryWorker:
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": database_url,
             "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
         }
 
     def command(self) -> list[str]:
@@ -314,3 +325,28 @@ class HangingReceiver(Receiver):
             (sum(1 for other in starts if start <= other < start + window) for start in starts),
             default=0,
         )
+
+
+class CountingReceiver(Receiver):
+    """Answers 200 after holding each request a while, counting those in flight."""
+
+    def __init__(self, hold: float):
+        super().__init__()
+        self.counter = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+        def respond(request):
+            with self.counter:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            time.sleep(hold)
+            with self.counter:
+                self.in_flight -= 1
+            return Reply(200)
+
+        self.respond = respond
+
+
+def live_slots() -> int:
+    return WebhookSendSlot.objects.filter(lease_until__gte=timezone.now()).count()

@@ -30,11 +30,6 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 PROCESSES = 4
 
 
-class FairnessWorker(CeleryWorker):
-    def env(self) -> dict:
-        return {**super().env(), **FAIRNESS_ENV}
-
-
 # Function-scoped: torn down before the test's database flush, which would otherwise deadlock
 # with the worker's sends to the hanging store still in flight.
 @pytest.fixture
@@ -42,7 +37,9 @@ def four_process_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     from config.celery import app
 
     app.control.purge()
-    worker = FairnessWorker(tmp_path_factory.mktemp("celery-fair"), concurrency=PROCESSES)
+    worker = CeleryWorker(
+        tmp_path_factory.mktemp("celery-fair"), concurrency=PROCESSES, extra_env=FAIRNESS_ENV
+    )
     with django_db_blocker.unblock():
         worker.start()
     yield worker

@@ -24,16 +24,16 @@ from tests.webhooks.helpers import (
     BASE_DIR,
     FAIRNESS_ENV,
     SEND_TIMEOUT,
-    CeleryWorker,
+    CountingReceiver,
     HangingReceiver,
-    Receiver,
     Reply,
     destination_for,
+    live_slots,
     record_order_completed,
     wait_until,
 )
 from webhooks.attempts import delivery_send
-from webhooks.models import WebhookDelivery, WebhookSendSlot
+from webhooks.models import WebhookDelivery
 from webhooks.services import deliveries_enqueue
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -44,41 +44,6 @@ def compose_worker_concurrency() -> int:
     compose = yaml.safe_load((BASE_DIR / "compose.yaml").read_text())
     command = " ".join(compose["services"]["worker"]["command"])
     return int(re.search(r"--concurrency=\$\{WORKER_CONCURRENCY:-(\d+)\}", command).group(1))
-
-
-class EnvWorker(CeleryWorker):
-    """A worker with `extra_env` over the suite's compressed timings."""
-
-    def __init__(self, log_dir, extra_env: dict, **kwargs):
-        super().__init__(log_dir, **kwargs)
-        self.extra_env = extra_env
-
-    def env(self) -> dict:
-        return {**super().env(), **self.extra_env}
-
-
-@pytest.fixture
-def start_worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    workers = []
-
-    def start(extra_env: dict, **kwargs) -> EnvWorker:
-        worker = EnvWorker(tmp_path_factory.mktemp("celery-slots"), extra_env, **kwargs)
-        with django_db_blocker.unblock():
-            worker.start()
-        workers.append(worker)
-        return worker
-
-    app.control.purge()
-    yield start
-    # Torn down before the test's database flush (sends in flight would block it).
-    for worker in workers:
-        if worker.process.poll() is None:
-            worker.kill()
-    app.control.purge()
-
-
-def live_slots() -> int:
-    return WebhookSendSlot.objects.filter(lease_until__gte=timezone.now()).count()
 
 
 # --- one account's five hanging stores ---------------------------------------------------
@@ -149,27 +114,6 @@ def pgbouncer():
     server_port = int(connection.settings_dict["PORT"])
     with PgBouncer(server_port, pool_size=1) as bouncer:
         yield bouncer
-
-
-class CountingReceiver(Receiver):
-    """Answers 200 after holding each request a while, counting those in flight."""
-
-    def __init__(self, hold: float):
-        super().__init__()
-        self.counter = threading.Lock()
-        self.in_flight = 0
-        self.most_in_flight = 0
-
-        def respond(request):
-            with self.counter:
-                self.in_flight += 1
-                self.most_in_flight = max(self.most_in_flight, self.in_flight)
-            time.sleep(hold)
-            with self.counter:
-                self.in_flight -= 1
-            return Reply(200)
-
-        self.respond = respond
 
 
 @pytest.fixture

@@ -34,11 +34,9 @@ def test_a_webhooks_worker_on_a_pool_without_hard_time_limits_does_not_start(
 def test_a_webhooks_worker_whose_lease_does_not_outlast_its_time_limit_does_not_start(
     tmp_path,
 ):
-    class LeaseAsLongAsTheLimit(CeleryWorker):
-        def env(self):
-            return {**super().env(), "WEBHOOKS_LEASE_SECONDS": "3"}  # WORKER_ENV's limit
-
-    output = start_refused(LeaseAsLongAsTheLimit(tmp_path, beat=False))
+    lease_as_long_as_the_limit = {"WEBHOOKS_LEASE_SECONDS": "3"}  # WORKER_ENV's limit
+    worker = CeleryWorker(tmp_path, beat=False, extra_env=lease_as_long_as_the_limit)
+    output = start_refused(worker)
 
     assert "refusing to start: " in output
     assert "webhooks.E001" in output
