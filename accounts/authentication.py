@@ -20,9 +20,11 @@ _over_failure_budget: set[str] = set()
 class BearerCredentialAuthentication(BaseAuthentication):
     """`Authorization: Bearer <token>`: an API key or an OAuth access token (RFC 6750 §2.1).
 
-    Each resolver in BEARER_CREDENTIAL_RESOLVERS recognises its own tokens and returns
-    (user, Credential), or None; one that knows why it refuses a token (an expired API key)
-    raises AuthenticationFailed with that reason. request.auth is the Credential.
+    Each resolver in BEARER_CREDENTIAL_RESOLVERS is called with the token and the request (the
+    API key's reads the store of a request that names none with the key: stores.credentials),
+    recognises its own tokens and returns (user, Credential), or None; one that knows why it
+    refuses a token (an expired API key) raises AuthenticationFailed with that reason.
+    request.auth is the Credential.
 
     Failed authentications are limited per client address (API_AUTH_FAILURES_PER_MINUTE,
     docs/design.md "Limits and rate limits"): past the budget, 429 with Retry-After.
@@ -40,13 +42,13 @@ class BearerCredentialAuthentication(BaseAuthentication):
             and _count_failure(request)
         )
         try:
-            return self._resolve(header)
+            return self._resolve(header, request)
         except AuthenticationFailed:
             if not counted:
                 _count_failure(request)
             raise
 
-    def _resolve(self, header: list[bytes]):
+    def _resolve(self, header: list[bytes], request):
         if header[0].decode("latin-1").lower() != self.keyword.lower():
             raise AuthenticationFailed("Use an 'Authorization: Bearer <token>' header.")
         if len(header) != 2:
@@ -56,7 +58,7 @@ class BearerCredentialAuthentication(BaseAuthentication):
         except UnicodeDecodeError:
             raise AuthenticationFailed("Malformed bearer token.") from None
         for resolve in _resolvers():
-            resolved = resolve(token)
+            resolved = resolve(token, request)
             if resolved is not None:
                 return resolved
         raise AuthenticationFailed("Unknown, revoked or expired credential.")

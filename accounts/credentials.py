@@ -22,6 +22,10 @@ class Credential:
     current_store_deleted: bool = False
     api_key_id: int | None = None
     access_token_id: int | None = None
+    # API keys on a request without X-STORE: the membership (a stores Membership, its store
+    # attached) the request acts through, read with the key by its resolver (stores.credentials),
+    # None when there is none. Opaque here: accounts reads no store table.
+    default_membership: object = field(default=None, compare=False, repr=False)
 
     @property
     def requires_store_header(self) -> bool:

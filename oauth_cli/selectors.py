@@ -60,8 +60,9 @@ def live_token_owner(*, token: str, application_id: int) -> int | None:
     )
 
 
-def credential_for_access_token(token: str) -> tuple[User, Credential] | None:
-    """Bearer resolver for OAuth access tokens (BEARER_CREDENTIAL_RESOLVERS).
+def credential_for_access_token(token: str, request) -> tuple[User, Credential] | None:
+    """Bearer resolver for OAuth access tokens (BEARER_CREDENTIAL_RESOLVERS); the request is not
+    read: an OAuth credential acts on a store only when X-STORE names it.
 
     Only a live, unexpired token of the CLI with scope `admin`, whose installation still
     exists, of an active user. Store membership is re-checked per request by stores.access.

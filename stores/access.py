@@ -18,7 +18,7 @@ from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from config.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
-from stores.selectors import membership_default, membership_for_slug
+from stores.selectors import membership_for_slug
 
 STORE_HEADER = "X-STORE"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -31,14 +31,21 @@ class StoreContext:
     effective_abilities: frozenset[str]
 
 
+def named_store_slug(request) -> str | None:
+    """The store the request names by X-STORE; None without the header (or with it empty).
+    The API key resolver (stores.credentials) asks too: it reads the membership a request acts
+    through only when the request names no store."""
+    return request.headers.get(STORE_HEADER) or None
+
+
 def resolve_store_context(request) -> StoreContext:
     """The store a request acts on; cached on the request. Raises 400/403 per docs/design.md."""
     cached = getattr(request, "_store_context", None)
     if cached is not None:
         return cached
     credential: Credential = request.auth
-    slug = request.headers.get(STORE_HEADER)
-    if slug:
+    slug = named_store_slug(request)
+    if slug is not None:
         membership = membership_for_slug(credential=credential, slug=slug)
         if membership is None:
             # Unknown and inaccessible slugs answer alike, so slugs cannot be probed.
@@ -49,7 +56,8 @@ def resolve_store_context(request) -> StoreContext:
     elif credential.requires_store_header:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
     elif credential.current_store_id is not None:
-        membership = membership_default(credential=credential)  # the current store's only
+        # Read with the key (stores.credentials): the current store's, never another.
+        membership = credential.default_membership
         if membership is None:
             # Spec "Authentication" rule 2: the first store is the fallback only when no current
             # store is selected; an integration pinned to one store must never act on another.
@@ -66,7 +74,7 @@ def resolve_store_context(request) -> StoreContext:
             param=STORE_HEADER,
         )
     else:
-        membership = membership_default(credential=credential)  # the first accessible store's
+        membership = credential.default_membership  # the first accessible store's
         if membership is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
     context = StoreContext(

@@ -220,9 +220,10 @@ API_RATE_LIMIT_PER_MINUTE = env.count("API_RATE_LIMIT_PER_MINUTE", default=120, 
 STORE_CREATION_INTERVAL_SECONDS = 60
 IDEMPOTENCY_KEY_TTL = timedelta(hours=24)
 
-# Resolvers tried in order for `Authorization: Bearer <token>`; each returns a Credential or None.
+# Resolvers tried in order for `Authorization: Bearer <token>`: each is called with the token and
+# the request, and returns (user, Credential) or None (accounts/authentication.py).
 BEARER_CREDENTIAL_RESOLVERS = [
-    "accounts.selectors.credential_for_api_key",
+    "stores.credentials.credential_for_api_key",
     "oauth_cli.selectors.credential_for_access_token",
 ]
 

@@ -7,7 +7,7 @@ from accounts.models import User
 PREFIX = "oauthtest-"
 
 
-def credential_for_test_oauth_token(token: str):
+def credential_for_test_oauth_token(token: str, request):
     if not token.startswith(PREFIX):
         return None
     user = User.objects.filter(pk=int(token.removeprefix(PREFIX))).first()

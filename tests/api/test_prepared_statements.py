@@ -5,10 +5,11 @@ resets sessions)."""
 
 import pytest
 from django.db import ProgrammingError, connection, transaction
+from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import ApiKey
-from accounts.selectors import credential_for_api_key
+from stores.credentials import credential_for_api_key
 from tests.factories import MembershipFactory, make_api_key
 
 STATEMENTS = {
@@ -59,7 +60,7 @@ def test_each_session_prepares_the_statements_once(store_client):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_request_without_x_store_reads_its_store_through_a_prepared_statement(
+def test_a_request_without_x_store_reads_key_and_store_in_one_prepared_statement(
     client_for, user, store
 ):
     connection.close()
@@ -67,8 +68,18 @@ def test_a_request_without_x_store_reads_its_store_through_a_prepared_statement(
     with CaptureQueriesContext(connection) as queries:
         for _ in range(2):
             assert client.get("/api/v2/permissions").status_code == 200
-    assert executed(queries).count("EXECUTE storefront_membership_default") == 2
-    assert "storefront_membership_default" in prepared_in_session()
+    assert executed(queries).count("EXECUTE storefront_live_api_key_default_membership") == 2
+    assert "EXECUTE storefront_live_api_key" not in executed(queries)
+    assert "storefront_live_api_key_default_membership" in prepared_in_session()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_with_x_store_reads_no_default_membership(store_client):
+    connection.close()
+    with CaptureQueriesContext(connection) as queries:
+        get_me_and_coupons(store_client)
+    assert executed(queries).count("EXECUTE storefront_live_api_key") == 2
+    assert "storefront_live_api_key_default_membership" not in prepared_in_session()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -154,4 +165,5 @@ def test_inside_a_transaction_a_lost_statement_is_an_error(store_client):
         cursor.execute("DISCARD ALL")
     # the transaction is aborted by the failed EXECUTE: nothing to retry in it
     with pytest.raises(ProgrammingError), transaction.atomic():
-        credential_for_api_key("sf_unknown")
+        # (named store: the statement the requests above prepared)
+        credential_for_api_key("sf_unknown", RequestFactory().get("/", headers={"X-STORE": "s"}))
