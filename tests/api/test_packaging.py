@@ -16,6 +16,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.settings_helpers import run_python
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 BUILD_WHEEL = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
 NOT_SOURCE = (".git", ".venv", ".lock-venv", "build", "*.egg-info", "var", "staticfiles")
@@ -165,14 +167,7 @@ def test_a_service_installed_from_the_wheel_finds_its_templates_and_migrations(w
     }
 
     # when
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=elsewhere,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_python(script, env=environment, cwd=elsewhere)
 
     # then
     assert result.returncode == 0, result.stderr
