@@ -9,12 +9,11 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from config.celery import app
 from tests.concurrency import run_at_once
-from tests.factories import StoreFactory, UserFactory
+from tests.factories import StoreFactory
 from tests.servers import wait_for
 from tests.webhooks.helpers import (
     HeldReceiver,
@@ -224,17 +223,14 @@ def test_concurrent_replays_cannot_pass_the_cap_together(store, receiver, settin
 
 
 @pytest.mark.django_db
-def test_the_admin_replay_action_is_capped_too(store, receiver, replay_cap):
-    admin = UserFactory(is_staff=True, is_superuser=True)
-    client = Client()
-    client.force_login(admin)
+def test_the_admin_replay_action_is_capped_too(admin_client, store, receiver, replay_cap):
     destination_for(store, receiver.url)
     originals = [
         WebhookDelivery.objects.get(event=record_order_completed(store, order_id=n))
         for n in range(3)
     ]
 
-    response = client.post(
+    response = admin_client.post(
         "/admin/webhooks/webhookdelivery/",
         {"action": "replay", "_selected_action": [str(d.pk) for d in originals]},
         follow=True,
