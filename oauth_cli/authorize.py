@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 CODE_CHALLENGE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{43}$")  # BASE64URL(SHA-256), RFC 7636 §4.2
+STATE_PATTERN = re.compile(r"^[\x20-\x7e]+$")  # state = 1*VSCHAR, RFC 6749 Appendix A.5
 LOOPBACK_HOSTS = {"127.0.0.1": "127.0.0.1", "::1": "[::1]"}
 SINGLE_VALUED = (
     "response_type",
@@ -105,8 +106,8 @@ def authorize_request_error(params) -> AuthorizeError | None:
         return redirected("invalid_request", "response_type is required.")
     if response_type != "code":
         return redirected("unsupported_response_type", "response_type must be code.")
-    if not state:
-        return redirected("invalid_request", "state is required (at least 1 character).")
+    if not STATE_PATTERN.fullmatch(state):
+        return redirected("invalid_request", "state is required: printable ASCII (%x20-7E).")
     code_challenge = params.get("code_challenge", "")
     if not code_challenge:
         return redirected("invalid_request", "code_challenge is required (PKCE).")

@@ -2,7 +2,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from oauth_cli.authorize import CODE_CHALLENGE_PATTERN
+from oauth_cli.authorize import CODE_CHALLENGE_PATTERN, STATE_PATTERN
 
 # The one grant model (spec "OAuth installation": a grant covers the account's stores).
 GRANT_MODEL = "account"
@@ -103,7 +103,7 @@ class AuthorizeQuerySerializer(serializers.Serializer):
     scope = ConstantField(
         settings.OAUTH_SCOPE_ADMIN, required=False, help_text="Defaults to admin."
     )
-    state = serializers.CharField(min_length=1, help_text="Returned with the code.")
+    state = serializers.RegexField(STATE_PATTERN, help_text="Returned with the code.")
     code_challenge = serializers.RegexField(
         CODE_CHALLENGE_PATTERN,
         min_length=43,

@@ -14,6 +14,7 @@ from oauth_cli.services import cli_application_ensure
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
+from tests.servers import SentryIngest
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import services as webhook_services
 
@@ -155,6 +156,15 @@ def receiver():
     server = Receiver()
     yield server
     server.close()
+
+
+@pytest.fixture
+def ingest():
+    """A Sentry ingest server on a free loopback port (tests.servers.SentryIngest)."""
+    server = SentryIngest()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
 
 
 @pytest.fixture(scope="module")

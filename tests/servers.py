@@ -51,20 +51,31 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.wait(timeout=10)
 
 
-def wait_for(condition, *, timeout: float, what: str) -> None:
+def wait_for(
+    condition, *, timeout: float, what: str, interval: float = 0.05, process=None, log=None
+):
+    """Polls `condition()` every `interval` s and returns its first true answer. Fails naming
+    `what` (followed by `log()`, if given) after `timeout` s, or as soon as `process` (a Popen
+    that should stay up meanwhile) has ended."""
     deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:g} s"
-        time.sleep(0.05)
+    while not (result := condition()):
+        if process is not None and process.poll() is not None:
+            failure = f"the process ended (exit code {process.returncode})"
+        elif time.monotonic() > deadline:
+            failure = f"not within {timeout:g} s"
+        else:
+            time.sleep(interval)
+            continue
+        raise AssertionError(f"{what}: {failure}" + (f"\n{log()}" if log else ""))
+    return result
 
 
-def wait_until_ready(process: subprocess.Popen, ready, *, timeout: float, what: str, log) -> None:
-    """Polls `ready()` until it is true; fails with `log()` if the process ends first."""
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert process.poll() is None, log()
-        assert time.monotonic() < deadline, f"{what} did not start within {timeout:g} s"
-        time.sleep(0.1)
+def answers(url: str, **kwargs) -> bool:
+    """Whether GET `url` answers 200 (False while nothing listens or it is still loading)."""
+    try:
+        return requests.get(url, timeout=10, **kwargs).status_code == 200
+    except requests.RequestException:
+        return False
 
 
 class ThrowawayRedis:
@@ -157,7 +168,13 @@ class PgBouncer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
         )
-        wait_until_ready(self.process, self._accepts, timeout=30, what="PgBouncer", log=self.log)
+        wait_for(
+            self._accepts,
+            timeout=30,
+            what="PgBouncer accepting",
+            process=self.process,
+            log=self.log,
+        )
         return self
 
     def _accepts(self) -> bool:
@@ -216,22 +233,19 @@ class Gunicorn:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
-        wait_until_ready(
-            self.process,
+        wait_for(
             self._answers,
             timeout=60,
-            what="gunicorn",
+            what="gunicorn answering /healthz",
+            interval=0.1,
+            process=self.process,
             log=lambda: self.log_path.read_text(errors="replace")[-3000:],
         )
         return self
 
     def _answers(self) -> bool:
-        try:
-            host = self.environment["ALLOWED_HOSTS"].split(",")[0]
-            response = requests.get(f"{self.base}/healthz", headers={"Host": host}, timeout=10)
-            return response.status_code == 200
-        except requests.RequestException:
-            return False
+        host = self.environment["ALLOWED_HOSTS"].split(",")[0]
+        return answers(f"{self.base}/healthz", headers={"Host": host})
 
     def __exit__(self, *exc_info) -> None:
         stop_process(self.process)

@@ -5,7 +5,6 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.test import Client
 
 from accounts.models import ApiKey
 from accounts.selectors import api_key_hash
@@ -74,14 +73,11 @@ def test_seed_demo_is_repeatable_and_prints_a_working_curl_line(client_for):
     assert Membership.objects.filter(store__slug="demo-store", role="owner").count() == 1
 
 
-def test_admin_creates_a_key_and_shows_the_secret_once():
+def test_admin_creates_a_key_and_shows_the_secret_once(admin_client):
     # given
-    admin = UserFactory(is_staff=True, is_superuser=True)
     owner = UserFactory()
-    client = Client()
-    client.force_login(admin)
     # when
-    response = client.post(
+    response = admin_client.post(
         "/admin/accounts/apikey/add/",
         {
             "user": owner.pk,
@@ -98,22 +94,21 @@ def test_admin_creates_a_key_and_shows_the_secret_once():
     key = ApiKey.objects.get(user=owner)
     assert key.key_hash == api_key_hash(secret)
     assert key.abilities == ["account:read", "coupon"]
-    assert not cookies_carry(response, client, secret)
+    assert not cookies_carry(response, admin_client, secret)
     assert not sessions_carry(secret)
     assert f'href="/admin/accounts/apikey/{key.pk}/change/"' in page
-    assert secret not in client.get(f"/admin/accounts/apikey/{key.pk}/change/").content.decode()
+    assert (
+        secret not in admin_client.get(f"/admin/accounts/apikey/{key.pk}/change/").content.decode()
+    )
 
 
-def test_admin_revoke_action():
-    admin = UserFactory(is_staff=True, is_superuser=True)
+def test_admin_revoke_action(admin_client):
     owner = UserFactory()
     from tests.factories import make_api_key
 
     make_api_key(owner)
     key = ApiKey.objects.get(user=owner)
-    client = Client()
-    client.force_login(admin)
-    client.post(
+    admin_client.post(
         "/admin/accounts/apikey/",
         {"action": "revoke_keys", "_selected_action": [key.pk]},
     )
@@ -130,7 +125,5 @@ def test_admin_revoke_action():
         "/admin/accounts/apikey/",
     ],
 )
-def test_admin_pages_render(page, store):
-    client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
-    assert client.get(page).status_code == 200
+def test_admin_pages_render(admin_client, page, store):
+    assert admin_client.get(page).status_code == 200

@@ -39,8 +39,11 @@ def assert_refused(response, *, retry_after: str = "30"):
     assert response["X-RateLimit-Remaining"] == "0"
 
 
-def test_the_default_is_30_failures_per_minute():
-    assert settings.API_AUTH_FAILURES_PER_MINUTE == 30
+def test_by_default_the_31st_bogus_key_of_a_minute_is_refused():
+    for _ in range(30):
+        assert get_me(BOGUS_KEY, ATTACKER_IP).status_code == 401
+
+    assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
 
 
 def test_after_the_limit_of_bogus_keys_the_address_gets_429_with_retry_after():

@@ -1,7 +1,7 @@
 """A body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is a 413 on every path (issue 18 point 9):
 the envelope for the API, the OAuth error object on the OAuth protocol endpoints (spec "Errors"
 rule 3), an HTML page elsewhere; never a 500,
-never reported as an error (test_sentry.py checks error tracking itself)."""
+never reported as an error (tests/configuration/test_sentry.py checks error tracking itself)."""
 
 import http.client
 import json

@@ -26,6 +26,12 @@ def test_normal_responses_carry_the_budget(auth_client, settings):
     assert remaining == ["2", "1", "0"]
 
 
+def test_by_default_a_credential_gets_120_requests_a_minute(auth_client):
+    response = auth_client.get("/api/v2/me")
+
+    assert (response["X-RateLimit-Limit"], response["X-RateLimit-Remaining"]) == ("120", "119")
+
+
 def test_a_new_window_brings_a_fresh_budget(auth_client, settings, monkeypatch):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
     auth_client.get("/api/v2/me")

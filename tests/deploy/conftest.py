@@ -6,7 +6,6 @@ a free loopback port), and a local webhook receiver. Shared by the tests of this
 import os
 import re
 import secrets
-import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -23,7 +22,7 @@ from tests.deploy.image import (
     image_command,
     shared_directory,
 )
-from tests.servers import free_port
+from tests.servers import answers, free_port, wait_for
 from tests.webhooks.helpers import Receiver
 
 
@@ -127,15 +126,14 @@ def served_image(tmp_path_factory):
             processes[name].wait_for(ready, timeout=120)
         processes["web"] = process("web").start()
         processes["web"].wait_for(r"Booting worker", timeout=120)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(base + "/healthz", timeout=10).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass  # not listening yet, or its first request still loading
-            assert time.monotonic() < deadline, processes["web"].log()
-            time.sleep(0.2)
+        wait_for(
+            lambda: answers(base + "/healthz"),
+            timeout=60,
+            what="the image's web answering /healthz",
+            interval=0.2,
+            process=processes["web"].process,
+            log=processes["web"].log,
+        )
         served = ServedImage(base, api_key, "image-store", receiver, processes, commands)
         created = requests.post(
             base + "/api/v2/stores",

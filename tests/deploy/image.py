@@ -17,11 +17,11 @@ import secrets
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import yaml
 
+from tests.servers import wait_for
 from tests.settings_helpers import ROOT
 
 # What the operator sets (docs/production.md); the rest has the image's defaults.
@@ -209,11 +209,15 @@ class ImageProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def wait_for(self, pattern: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not re.search(pattern, self.log()):
-            assert self.process is None or self.process.poll() is None, self.log()
-            assert time.monotonic() < deadline, f"{self.name}: no {pattern!r}\n{self.log()}"
-            time.sleep(0.2)
+        """Waits for a line of its log matching `pattern` (a started process must stay up)."""
+        wait_for(
+            lambda: re.search(pattern, self.log()),
+            timeout=timeout,
+            what=f"{self.name}: a log line matching {pattern!r}",
+            interval=0.2,
+            process=self.process,
+            log=self.log,
+        )
 
     def error_lines(self) -> list[str]:
         return [line for line in self.log().splitlines() if re.search(r"\bERROR\b", line)]

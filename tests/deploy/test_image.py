@@ -13,9 +13,8 @@ import requests
 import yaml
 
 from tests.deploy.image import METRICS_TOKEN, OPERATOR_ENVIRONMENT, compose_config, image_command
-from tests.servers import free_port, stop_process
+from tests.servers import answers, free_port, stop_process, wait_for
 from tests.settings_helpers import ROOT
-from tests.webhooks.helpers import wait_until
 
 pytestmark = pytest.mark.image
 
@@ -54,10 +53,11 @@ def test_the_images_worker_delivers_a_webhook_to_a_real_receiver(served_image):
     create_coupon(served_image, "IMAGE10")
 
     # then: the image's worker posts it, signed
-    wait_until(
+    wait_for(
         lambda: len(served_image.receiver.received()) > before,
         timeout=30,
-        message=served_image.processes["worker"].log()[-3000:],
+        what="the image's worker posting the coupon's event",
+        log=lambda: served_image.processes["worker"].log()[-3000:],
     )
     delivery = served_image.receiver.received()[-1]
     assert json.loads(delivery.body)["type"] == "coupon.created"
@@ -133,14 +133,14 @@ def prometheus(served_image, tmp_path):
     )
     base = f"http://127.0.0.1:{port}"
 
-    def ready():
-        try:
-            return requests.get(base + "/-/ready", timeout=1).status_code == 200
-        except requests.ConnectionError:
-            return False
-
     try:
-        wait_until(ready, timeout=60, message=(tmp_path / "prometheus.log").read_text())
+        wait_for(
+            lambda: answers(base + "/-/ready"),
+            timeout=60,
+            what="Prometheus ready",
+            process=process,
+            log=(tmp_path / "prometheus.log").read_text,
+        )
         yield base
     finally:
         stop_process(process)
@@ -182,12 +182,13 @@ def test_prometheus_scrapes_the_image_and_every_panel_and_alert_reads_real_serie
         served_image.api("GET", "/api/v2/stores")
         served_image.api("GET", "/api/v2/no-such-thing")
         time.sleep(0.5)
-    wait_until(
+    wait_for(
         lambda: (
             query(prometheus, 'up{job="storefront"}')["result"]
             and query(prometheus, 'up{job="storefront"}')["result"][0]["value"][1] == "1"
         ),
         timeout=30,
+        what="Prometheus scraping the image (up == 1)",
     )
     names = set(
         requests.get(prometheus + "/api/v1/label/__name__/values", timeout=10).json()["data"]

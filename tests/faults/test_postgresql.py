@@ -38,13 +38,12 @@ from tests.faults.harness import (
     run_sql,
     terminate_backends,
 )
-from tests.servers import PgBouncer
+from tests.servers import PgBouncer, wait_for
 from tests.webhooks.helpers import (
     WORKER_ENV,
     CountingReceiver,
     destination_for,
     live_slots,
-    wait_until,
 )
 from webhooks.models import WebhookDelivery
 
@@ -250,7 +249,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
             status=WebhookDelivery.STATUS_SUCCEEDED
         )
         try:
-            wait_until(lambda: not unsent.exists(), timeout=90, message="every delivery sent")
+            wait_for(lambda: not unsent.exists(), timeout=90, what="every delivery sent")
         except AssertionError as timed_out:
             raise AssertionError(f"{timed_out}\n{unsent_report(unsent, worker)}") from None
 
@@ -273,7 +272,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     assert max(received.values()) == 1
     assert 1 <= holding_receiver.most_in_flight <= settings.WEBHOOKS_DESTINATION_CONCURRENCY
     # released just after each outcome is recorded; a slot left taken would hold its 3 s lease
-    wait_until(lambda: live_slots() == 0, timeout=1, message="every send slot released")
+    wait_for(lambda: live_slots() == 0, timeout=1, what="every send slot released")
     print(
         f"   webhooks through PgBouncer: {len(received)} events pushed once each, "
         f"at most {holding_receiver.most_in_flight} in flight"

@@ -39,9 +39,9 @@ from tests.faults.redis_helpers import (
     running,
     timed,
 )
-from tests.servers import Gunicorn, ThrowawayRedis
+from tests.servers import Gunicorn, ThrowawayRedis, wait_for
 from tests.settings_helpers import ROOT
-from tests.webhooks.helpers import CeleryWorker, destination_for, wait_until
+from tests.webhooks.helpers import CeleryWorker, destination_for
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.faults, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -296,7 +296,7 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
                 )
 
             try:
-                wait_until(recovered, timeout=40, interval=0.25, message="sign-in and limits back")
+                wait_for(recovered, timeout=40, interval=0.25, what="sign-in and limits back")
             except AssertionError:
                 print_phases(log.all(), stopping, down, up)
                 raise
@@ -315,7 +315,7 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
         settled = not WebhookDelivery.objects.exclude(status="succeeded").exists()
         return expected <= received and settled
 
-    wait_until(all_delivered, timeout=60, interval=0.2, message="every event delivered")
+    wait_for(all_delivered, timeout=60, interval=0.2, what="every event delivered")
     time.sleep(1.0)  # a late second send would show up here
     received = receiver.received()
     per_event = Counter(r.headers["webhook-id"] for r in received)

@@ -9,7 +9,6 @@ from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.selectors import token_checksum
 from oauth_cli.services import cli_application_ensure
 from tests.admin_users import post_action, staff_client_with
-from tests.factories import UserFactory
 from tests.oauth_cli.flow import approve, authorize_params
 
 
@@ -74,32 +73,23 @@ def test_prune_task_runs(tokens):
     assert not TokenFamily.objects.exists()
 
 
-def _staff_client():
-    admin = UserFactory(is_staff=True, is_superuser=True)
-    client = Client()
-    client.force_login(admin)
-    return client
-
-
-def test_staff_see_installations_and_families(tokens, user):
-    client = _staff_client()
+def test_staff_see_installations_and_families(admin_client, tokens, user):
     installation = Installation.objects.get(user=user)
     family = TokenFamily.objects.get()
 
-    listing = client.get("/admin/oauth_cli/installation/")
-    detail = client.get(f"/admin/oauth_cli/installation/{installation.pk}/change/")
-    families = client.get("/admin/oauth_cli/tokenfamily/")
+    listing = admin_client.get("/admin/oauth_cli/installation/")
+    detail = admin_client.get(f"/admin/oauth_cli/installation/{installation.pk}/change/")
+    families = admin_client.get("/admin/oauth_cli/tokenfamily/")
 
     assert listing.status_code == 200 and str(installation.pk) in listing.content.decode()
     assert detail.status_code == 200 and str(family.pk) in detail.content.decode()
     assert families.status_code == 200 and str(family.pk) in families.content.decode()
 
 
-def test_staff_revoke_an_installation(tokens, user):
-    client = _staff_client()
+def test_staff_revoke_an_installation(admin_client, tokens, user):
     installation = Installation.objects.get(user=user)
 
-    response = client.post(
+    response = admin_client.post(
         "/admin/oauth_cli/installation/",
         {"action": "revoke_installations", "_selected_action": [str(installation.pk)]},
     )
@@ -109,11 +99,10 @@ def test_staff_revoke_an_installation(tokens, user):
     assert not AccessToken.objects.exists()
 
 
-def test_staff_revoke_a_token_family(tokens):
-    client = _staff_client()
+def test_staff_revoke_a_token_family(admin_client, tokens):
     family = TokenFamily.objects.get()
 
-    client.post(
+    admin_client.post(
         "/admin/oauth_cli/tokenfamily/",
         {"action": "revoke_families", "_selected_action": [str(family.pk)]},
     )

@@ -63,6 +63,31 @@ def test_missing_state_is_an_error_without_state(signed_in, state):
     assert "state" not in query
 
 
+@pytest.mark.parametrize(
+    "state",
+    ["st\x00", "st\n", "st\t", "st\x7f", "st\u00e9"],
+    ids=["nul", "trailing-newline", "tab", "del", "non-ascii"],
+)
+def test_a_state_outside_vschar_is_refused_at_the_callback(signed_in, state):
+    # RFC 6749 Appendix A.5: state = 1*VSCHAR (%x20-7E)
+    response = signed_in.get(authorize_url(authorize_params(state=state)))
+
+    assert response.status_code == 302
+    assert response["Location"].startswith(REDIRECT_URI + "?")
+    query = query_of(response["Location"])
+    assert query["error"] == "invalid_request"
+    assert "state" in query["error_description"]
+    # RFC 6749 §4.1.2.1: the error carries the state exactly as received, percent-encoded
+    assert query["state"] == state
+    assert "code" not in query
+
+
+def test_every_vschar_makes_a_state_that_comes_back_as_sent(signed_in):
+    state = "".join(map(chr, range(0x20, 0x7F)))
+
+    assert approve(signed_in, authorize_params(state=state))["state"] == state
+
+
 def test_errors_are_checked_before_login(client):
     response = client.get(authorize_url(authorize_params(code_challenge_method="plain")))
 
@@ -421,26 +446,25 @@ def test_consent_form_may_only_post_here_and_redirect_to_the_callback(
 @pytest.mark.parametrize(
     ("field", "status", "error"),
     [
-        # state is opaque to the server: the consent page is shown, and it goes back as sent
-        ("state", 200, None),
+        ("state", 302, "invalid_request"),  # not a VSCHAR (RFC 6749 Appendix A.5)
+        ("response_type", 302, "unsupported_response_type"),
         ("scope", 302, "invalid_scope"),
         ("code_challenge", 302, "invalid_request"),
+        ("code_challenge_method", 302, "invalid_request"),
         ("redirect_uri", 400, "invalid_request"),
         ("client_id", 400, "invalid_client"),
     ],
 )
-def test_a_nul_byte_in_an_authorize_parameter_has_one_answer(signed_in, field, status, error):
+def test_a_nul_byte_in_an_authorize_parameter_is_refused(signed_in, field, status, error):
     params = authorize_params()
     params[field] = params[field] + "\x00"
 
     response = signed_in.get(authorize_url(params))
 
     assert response.status_code == status
-    if status == 200:
-        assert approve(signed_in, params)["state"] == params["state"]
-    elif status == 302:
+    if status == 302:
         assert query_of(response["Location"])["error"] == error
-    elif status == 400:
+    else:
         assert response.json()["error"] == error
 
 

@@ -1,22 +1,14 @@
 """The store admin applies the API's slug rules: the API's slug field, the reserved names."""
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from stores.models import Store
-from tests.factories import StoreFactory, UserFactory
+from tests.factories import StoreFactory
 
 pytestmark = pytest.mark.django_db
 
 ADD_URL = "/admin/stores/store/add/"
-
-
-@pytest.fixture
-def admin_client():
-    client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
-    return client
 
 
 def store_form(*, name: str, slug: str) -> dict:

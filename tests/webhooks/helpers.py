@@ -26,6 +26,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from events.services import record
+from tests.servers import wait_for
 from webhooks.models import WebhookSendSlot
 from webhooks.services import destination_put
 
@@ -127,16 +128,6 @@ def record_order_completed(store, order_id=1, total_cents=1250):
         )
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.05, message: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s: {message}")
-
-
 # Compressed timings of the worker subprocess (config/settings/webhooks.py reads them).
 WORKER_ENV = {
     "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.2,0.2,0.2",
@@ -222,12 +213,13 @@ class CeleryWorker:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        wait_until(
-            lambda: b"ready." in log_path.read_bytes() or self.process.poll() is not None,
+        wait_for(
+            lambda: b"ready." in log_path.read_bytes(),
             timeout=60,
-            message="celery worker start",
+            what="celery worker ready",
+            process=self.process,
+            log=lambda: log_path.read_text()[-3000:],
         )
-        assert self.process.poll() is None, log_path.read_text()[-3000:]
 
     def kill(self):
         """kill -9 of the whole worker (main process, pool children, embedded beat)."""

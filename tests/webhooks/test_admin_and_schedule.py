@@ -1,24 +1,15 @@
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from events.models import Event
 from events.services import events_prune
 from tests.admin_users import cookies_carry, post_action, sessions_carry, staff_client_with
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
-
-
-@pytest.fixture
-def staff_client(db):
-    admin = UserFactory(is_staff=True, is_superuser=True)
-    client = Client()
-    client.force_login(admin)
-    return client
 
 
 def test_sweeper_is_scheduled_by_beat(settings):
@@ -32,20 +23,23 @@ def test_sweeper_is_scheduled_by_beat(settings):
     assert delivery_send_task.name == "webhooks.delivery_send"
 
 
-def test_default_retry_schedule_is_the_designed_one(settings):
-    from config.settings import webhooks as webhook_settings
+def test_by_default_a_failing_delivery_is_retried_over_a_day_then_failed(store, receiver):
+    # the designed schedule (docs/design.md "Webhooks"): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(500)
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
-    assert webhook_settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS == (
-        5,
-        300,
-        1800,
-        7200,
-        18000,
-        36000,
-        36000,
-    )
-    assert webhook_settings.WEBHOOKS_TIMEOUT_SECONDS == 10
-    assert webhook_settings.WEBHOOKS_DISABLE_AFTER_FAILING.total_seconds() == 5 * 24 * 3600
+    waits = []
+    while (before := timezone.now()) and delivery_send(delivery_id=delivery.pk) == "pending":
+        delivery.refresh_from_db()
+        waits.append((delivery.next_attempt_at - before).total_seconds())
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+
+    designed = [5, 300, 1800, 7200, 18000, 36000, 36000]
+    assert len(waits) == len(designed), waits
+    assert all(0 <= wait - planned <= 2 for wait, planned in zip(waits, designed)), waits
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("failed", 8)
 
 
 def test_deliveries_and_attempts_follow_their_event_out_of_retention(store, receiver):
@@ -61,25 +55,25 @@ def test_deliveries_and_attempts_follow_their_event_out_of_retention(store, rece
     assert not WebhookDeliveryAttempt.objects.exists()
 
 
-def test_admin_lists_deliveries_with_their_attempts(staff_client, store, receiver):
+def test_admin_lists_deliveries_with_their_attempts(admin_client, store, receiver):
     destination_for(store, receiver.url)
     receiver.respond = lambda request: Reply(500, b"nope")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     delivery_send(delivery_id=delivery.pk)
 
-    listing = staff_client.get("/admin/webhooks/webhookdelivery/")
-    detail = staff_client.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/")
+    listing = admin_client.get("/admin/webhooks/webhookdelivery/")
+    detail = admin_client.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/")
 
     assert listing.status_code == 200 and str(delivery.pk) in listing.content.decode()
     assert detail.status_code == 200
     assert "HTTP 500" in detail.content.decode() and "nope" in detail.content.decode()
 
 
-def test_admin_replay_action_creates_a_new_pending_delivery(staff_client, store, receiver):
+def test_admin_replay_action_creates_a_new_pending_delivery(admin_client, store, receiver):
     destination_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
-    response = staff_client.post(
+    response = admin_client.post(
         "/admin/webhooks/webhookdelivery/",
         {"action": "replay", "_selected_action": [str(delivery.pk)]},
     )
@@ -91,23 +85,23 @@ def test_admin_replay_action_creates_a_new_pending_delivery(staff_client, store,
     ]
 
 
-def test_admin_disable_enable_and_rotate(staff_client, store, receiver):
+def test_admin_disable_enable_and_rotate(admin_client, store, receiver):
     destination = destination_for(store, receiver.url)
     pending = WebhookDelivery.objects.get(event=record_order_completed(store))
     secret = destination.secret
     url = "/admin/webhooks/webhookdestination/"
 
-    staff_client.post(url, {"action": "disable", "_selected_action": [destination.pk]})
+    admin_client.post(url, {"action": "disable", "_selected_action": [destination.pk]})
     destination.refresh_from_db()
     pending.refresh_from_db()
     assert destination.enabled is False and destination.disabled_reason == "user"
     assert pending.status == "disabled"
 
-    staff_client.post(url, {"action": "enable", "_selected_action": [destination.pk]})
+    admin_client.post(url, {"action": "enable", "_selected_action": [destination.pk]})
     destination.refresh_from_db()
     assert destination.enabled is True and destination.disabled_reason == ""
 
-    response = staff_client.post(
+    response = admin_client.post(
         url, {"action": "rotate_secret", "_selected_action": [destination.pk]}, follow=True
     )
     destination.refresh_from_db()

@@ -9,18 +9,17 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from config.celery import app
 from tests.concurrency import run_at_once
-from tests.factories import StoreFactory, UserFactory
+from tests.factories import StoreFactory
+from tests.servers import wait_for
 from tests.webhooks.helpers import (
     HeldReceiver,
     destination_for,
     queued,
     record_order_completed,
-    wait_until,
 )
 from webhooks.attempts import delivery_claim, delivery_send, destination_drain
 from webhooks.models import WebhookDelivery
@@ -57,7 +56,7 @@ def test_a_destination_has_at_most_its_concurrency_of_sends_in_flight(store, rec
 
     runner = threading.Thread(target=drains)
     runner.start()
-    wait_until(lambda: held.in_flight == 2, timeout=10, message="two sends in flight")
+    wait_for(lambda: held.in_flight == 2, timeout=10, what="two sends in flight")
     # then the others found no free slot and ended without a send; a single send too
     time_to_settle = 0.5
     threading.Event().wait(time_to_settle)
@@ -88,7 +87,7 @@ def test_a_drain_refused_a_slot_leaves_its_deliveries_to_the_slot_holder(store, 
         target=lambda: run_at_once(lambda: delivery_send(delivery_id=first.pk), 1)
     )
     sender.start()
-    wait_until(lambda: held.in_flight == 1, timeout=10, message="the first send in flight")
+    wait_for(lambda: held.in_flight == 1, timeout=10, what="the first send in flight")
 
     # when a delivery is recorded meanwhile and its drain finds the slot taken
     record_order_completed(store, order_id=2)
@@ -224,17 +223,14 @@ def test_concurrent_replays_cannot_pass_the_cap_together(store, receiver, settin
 
 
 @pytest.mark.django_db
-def test_the_admin_replay_action_is_capped_too(store, receiver, replay_cap):
-    admin = UserFactory(is_staff=True, is_superuser=True)
-    client = Client()
-    client.force_login(admin)
+def test_the_admin_replay_action_is_capped_too(admin_client, store, receiver, replay_cap):
     destination_for(store, receiver.url)
     originals = [
         WebhookDelivery.objects.get(event=record_order_completed(store, order_id=n))
         for n in range(3)
     ]
 
-    response = client.post(
+    response = admin_client.post(
         "/admin/webhooks/webhookdelivery/",
         {"action": "replay", "_selected_action": [str(d.pk) for d in originals]},
         follow=True,
@@ -282,10 +278,10 @@ def test_a_dead_workers_slots_come_back_when_their_lease_runs_out(store, receive
     assert delivery_send(delivery_id=delivery.pk) is None
 
     # once their lease has run out they are free again
-    wait_until(
+    wait_for(
         lambda: delivery_send(delivery_id=delivery.pk) == "succeeded",
         timeout=10,
         interval=0.2,
-        message="the send, once the dead worker's slot leases ran out",
+        what="the send, once the dead worker's slot leases ran out",
     )
     assert len(receiver.received()) == 1

@@ -16,13 +16,13 @@ from django.utils import timezone
 from config.celery import app
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory, UserFactory
+from tests.servers import wait_for
 from tests.webhooks.helpers import (
     HeldReceiver,
     Receiver,
     destination_for,
     queued,
     record_order_completed,
-    wait_until,
 )
 from webhooks.attempts import delivery_send, destination_drain
 from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
@@ -110,7 +110,7 @@ def test_an_accounts_stores_together_have_at_most_its_concurrency_in_flight(rece
     held, runner, outcome = held_sends(destinations, hanging)
 
     # when their drains run at once: the account's three slots are taken, no more
-    wait_until(lambda: held.in_flight == 3, timeout=10, message="three sends in flight")
+    wait_for(lambda: held.in_flight == 3, timeout=10, what="three sends in flight")
     threading.Event().wait(0.5)  # time for a fourth send, were one let through
     assert held.in_flight == 3
     assert live_slots(WebhookSendSlot.SCOPE_ACCOUNT) == 3
@@ -146,7 +146,7 @@ def test_failing_destinations_of_all_accounts_share_a_few_slots(receivers):
     held, runner, outcome = held_sends(destinations, hanging)
 
     # when their drains run at once: the failing share's two slots are taken, no more
-    wait_until(lambda: held.in_flight == 2, timeout=10, message="two sends in flight")
+    wait_for(lambda: held.in_flight == 2, timeout=10, what="two sends in flight")
     threading.Event().wait(0.5)
     assert held.in_flight == 2
     assert live_slots(WebhookSendSlot.SCOPE_FAILING) == 2
@@ -186,7 +186,7 @@ def test_a_send_refused_by_one_bound_holds_no_slot_of_the_others(receivers, sett
         target=lambda: run_at_once(lambda: delivery_send(delivery_id=sending.pk), 1)
     )
     sender.start()
-    wait_until(lambda: held.in_flight == 1, timeout=10, message="the first send in flight")
+    wait_for(lambda: held.in_flight == 1, timeout=10, what="the first send in flight")
 
     # when a send to the second store is refused (the account is full)
     assert run_at_once(lambda: delivery_send(delivery_id=waiting.pk), 1) == [None]

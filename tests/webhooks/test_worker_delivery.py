@@ -13,8 +13,8 @@ from django.conf import settings
 from standardwebhooks import Webhook
 
 from tests.concurrency import run_at_once
-from tests.servers import ThrowawayRedis
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed, wait_until
+from tests.servers import ThrowawayRedis, wait_for
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 
@@ -28,7 +28,7 @@ def all_final(timeout: float):
         statuses = list(WebhookDelivery.objects.values_list("status", flat=True))
         return statuses and all(status in FINAL for status in statuses)
 
-    wait_until(check, timeout=timeout, message="every delivery in a final state")
+    wait_for(check, timeout=timeout, what="every delivery in a final state")
 
 
 def first_attempt_fails(receiver):
@@ -65,7 +65,7 @@ def test_worker_delivers_a_signed_event(celery_worker, store, receiver):
 
     event = record_order_completed(store)
 
-    request = wait_until(lambda: receiver.received(), timeout=20, message="delivery")[0]
+    request = wait_for(lambda: receiver.received(), timeout=20, what="delivery")[0]
     assert Webhook(destination.secret).verify(request.body, request.headers)["id"] == event.id
     all_final(timeout=10)
     delivery = WebhookDelivery.objects.get(event=event)
@@ -138,13 +138,13 @@ def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):
 
     receiver.respond = respond
     events = [record_order_completed(store, order_id=n) for n in range(1, 16)]
-    wait_until(lambda: held, timeout=20, message="a first request in flight")
+    wait_for(lambda: held, timeout=20, what="a first request in flight")
 
     # when the whole worker is killed mid-flight (its supervisor starts a new one)
     starts = celery_worker.starts
     celery_worker.kill()
     release.set()
-    wait_until(lambda: celery_worker.starts > starts, timeout=20, message="worker restarted")
+    wait_for(lambda: celery_worker.starts > starts, timeout=20, what="worker restarted")
 
     # then
     all_final(timeout=60)

@@ -14,6 +14,7 @@ import pytest
 from django.utils import timezone
 
 from tests.factories import StoreFactory
+from tests.servers import wait_for
 from tests.webhooks.helpers import (
     FAIRNESS_ENV,
     SEND_TIMEOUT,
@@ -21,7 +22,6 @@ from tests.webhooks.helpers import (
     HangingReceiver,
     destination_for,
     record_order_completed,
-    wait_until,
 )
 from webhooks.models import WebhookDelivery
 
@@ -64,7 +64,7 @@ def test_a_hanging_store_does_not_delay_another_stores_first_attempt(
     for order_id in range(300):
         record_order_completed(store_a, order_id=order_id)
     WebhookDelivery.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))
-    wait_until(lambda: hanging_receiver.received(), timeout=20, message="A's sends in flight")
+    wait_for(lambda: hanging_receiver.received(), timeout=20, what="A's sends in flight")
     time.sleep(2 * SEND_TIMEOUT)  # sweeps, retries and A's drains have piled up meanwhile
 
     # when store B records one event
@@ -72,7 +72,7 @@ def test_a_hanging_store_does_not_delay_another_stores_first_attempt(
     event = record_order_completed(store_b)
 
     # then B's receiver gets it within 10 s
-    request = wait_until(lambda: receiver.received(), timeout=10, message="B's delivery")[0]
+    request = wait_for(lambda: receiver.received(), timeout=10, what="B's delivery")[0]
     latency = request.received_at - started
     assert request.headers["webhook-id"] == event.id
     # and A never held more than its two send slots of the four processes

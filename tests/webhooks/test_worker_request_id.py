@@ -6,7 +6,8 @@ import json
 import pytest
 
 from config.api.middleware import RequestIdLogFilter
-from tests.webhooks.helpers import CeleryWorker, destination_for, wait_until
+from tests.servers import wait_for
+from tests.webhooks.helpers import CeleryWorker, destination_for
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -61,7 +62,7 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
             if line.get("request_id") == request_id and line["logger"] == "webhooks.attempts"
         ]
 
-    [attempt] = wait_until(attempt_lines, timeout=30, message="the attempt's log line")
+    [attempt] = wait_for(attempt_lines, timeout=30, what="the attempt's log line")
     delivery = WebhookDelivery.objects.get()
     assert attempt["delivery_id"] == str(delivery.pk)
     assert attempt["event_id"] == str(delivery.event_id)
@@ -81,7 +82,7 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
             if line.get("request_id") == request_id and line["logger"].startswith("celery")
         ]
 
-    wait_until(task_lines, timeout=30, message="Celery's task log line")
+    wait_for(task_lines, timeout=30, what="Celery's task log line")
     # and nothing secret went into the worker's log (API key, body, destination URL path)
     worker_log = json_log_worker.log_path.read_text()
     assert api_key not in worker_log

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from config.celery import app
 from tests.factories import StoreFactory, UserFactory
-from tests.servers import PgBouncer
+from tests.servers import PgBouncer, wait_for
 from tests.webhooks.helpers import (
     BASE_DIR,
     FAIRNESS_ENV,
@@ -30,7 +30,6 @@ from tests.webhooks.helpers import (
     destination_for,
     live_slots,
     record_order_completed,
-    wait_until,
 )
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery
@@ -76,10 +75,10 @@ def test_one_accounts_five_hanging_stores_do_not_delay_another_accounts_delivery
         for order_id in range(60):
             record_order_completed(store, order_id=order_id)
     WebhookDelivery.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))
-    wait_until(
+    wait_for(
         lambda: sum(len(h.received()) for h in five_hanging_receivers) >= 3,
         timeout=20,
-        message="A's sends in flight",
+        what="A's sends in flight",
     )
     time.sleep(2 * SEND_TIMEOUT)  # sweeps, retries and A's drains have piled up meanwhile
 
@@ -90,7 +89,7 @@ def test_one_accounts_five_hanging_stores_do_not_delay_another_accounts_delivery
     event = record_order_completed(store_b)
 
     # then B's receiver gets it within 10 s
-    request = wait_until(lambda: receiver.received(), timeout=10, message="B's delivery")[0]
+    request = wait_for(lambda: receiver.received(), timeout=10, what="B's delivery")[0]
     assert request.headers["webhook-id"] == event.id
     latency = request.received_at - started
     # and A's stores together never had more sends in flight than its account's three slots
@@ -151,16 +150,16 @@ def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
     # then all are sent, never more than the destination's two at once, and no slot is left
     # taken (a session lock would be taken again by every client of the shared session, and
     # its unlock could land on another session)
-    wait_until(
+    wait_for(
         lambda: WebhookDelivery.objects.filter(status="succeeded").count() == 8,
         timeout=60,
-        message="the eight deliveries",
+        what="the eight deliveries",
     )
     assert counting_receiver.most_in_flight == 2
     assert len(counting_receiver.received()) == 8
     # a send records its outcome, then releases its slots: the last release may trail the
     # last success by a moment
-    wait_until(lambda: live_slots() == 0, timeout=5, message="every send slot released")
+    wait_for(lambda: live_slots() == 0, timeout=5, what="every send slot released")
     assert "pool_mode = transaction" in (pgbouncer.dir / "pgbouncer.ini").read_text()
 
 
@@ -199,7 +198,7 @@ def test_a_dead_workers_send_slots_come_back_after_their_lease(
     store = StoreFactory(created_by=UserFactory())
     destination_for(store, receiver.url)
     record_order_completed(store, order_id=1)
-    wait_until(lambda: receiver.received(), timeout=20, message="the worker's send in flight")
+    wait_for(lambda: receiver.received(), timeout=20, what="the worker's send in flight")
 
     # when the worker dies mid-send
     os.killpg(worker.process.pid, stop_signal)
@@ -211,11 +210,11 @@ def test_a_dead_workers_send_slots_come_back_after_their_lease(
         # then its slot stays taken while its lease runs...
         assert delivery_send(delivery_id=waiting.pk) is None
         # ...and comes back when it runs out
-        wait_until(
+        wait_for(
             lambda: delivery_send(delivery_id=waiting.pk) == "succeeded",
             timeout=lease + 10,
             interval=0.2,
-            message="the send, once the dead worker's slot lease ran out",
+            what="the send, once the dead worker's slot lease ran out",
         )
         assert time.monotonic() - stopped_at < lease + 10
     finally:

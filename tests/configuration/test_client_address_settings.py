@@ -6,15 +6,6 @@ import pytest
 from tests.settings_helpers import LOAD_SETTINGS, production_environment, run_python, settings_of
 
 
-def test_the_defaults_are_a_64_and_90_days():
-    values = settings_of(
-        production_environment(CLIENT_IPV6_PREFIX_LENGTH=None, LOGIN_KNOWN_BROWSER_DAYS=None),
-        "CLIENT_IPV6_PREFIX_LENGTH",
-        "LOGIN_KNOWN_BROWSER_DAYS",
-    )
-    assert values == {"CLIENT_IPV6_PREFIX_LENGTH": 64, "LOGIN_KNOWN_BROWSER_DAYS": 90}
-
-
 def test_a_prefix_length_in_range_is_taken():
     values = settings_of(
         production_environment(CLIENT_IPV6_PREFIX_LENGTH="56"), "CLIENT_IPV6_PREFIX_LENGTH"

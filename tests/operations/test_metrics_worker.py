@@ -7,7 +7,8 @@ import pytest
 from django.test import Client
 
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed, wait_until
+from tests.servers import wait_for
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -36,18 +37,18 @@ def test_worker_attempts_and_outcomes_are_counted(celery_worker, store, receiver
 
     # a delivery that succeeds at once
     delivered = record_order_completed(store, order_id=1)
-    wait_until(lambda: final(delivered), timeout=20, message="first delivery final")
+    wait_for(lambda: final(delivered), timeout=20, what="first delivery final")
     # and one that never gets a 2xx: four attempts (WORKER_ENV: three retries), then failed
     receiver.respond = lambda request: Reply(500, b"down")
     refused = record_order_completed(store, order_id=2)
-    wait_until(lambda: final(refused), timeout=20, message="second delivery final")
+    wait_for(lambda: final(refused), timeout=20, what="second delivery final")
 
     # the pool process writes its counters after recording the outcome: allow it a moment
     def counted():
         after = scrape(scraper)
         return after if moved(before, after, FINISHED, status="failed") == 1 else None
 
-    after = wait_until(counted, timeout=10, message="worker counters in /metrics")
+    after = wait_for(counted, timeout=10, what="worker counters in /metrics")
     assert moved(before, after, ATTEMPTS, result="succeeded") == 1
     assert moved(before, after, ATTEMPTS, result="http_error") == 4
     assert moved(before, after, FINISHED, status="succeeded") == 1
@@ -59,11 +60,11 @@ def test_a_refused_connection_is_a_network_error(celery_worker, store, scraper):
     destination_for(store, "http://127.0.0.1:9/hooks")
     before = scrape(scraper)
     event = record_order_completed(store)
-    wait_until(lambda: final(event), timeout=30, message="delivery final")
+    wait_for(lambda: final(event), timeout=30, what="delivery final")
 
     def counted():
         after = scrape(scraper)
         return after if moved(before, after, FINISHED, status="failed") == 1 else None
 
-    after = wait_until(counted, timeout=10, message="worker counters in /metrics")
+    after = wait_for(counted, timeout=10, what="worker counters in /metrics")
     assert moved(before, after, ATTEMPTS, result="network_error") == 4

@@ -19,8 +19,9 @@ from django.test import Client
 from config.beat import LockedScheduler
 from config.celery import app
 from config.settings.health import worker_heartbeat_schedule
+from tests.servers import wait_for
 from tests.settings_helpers import production_environment, settings_of
-from tests.webhooks.helpers import CeleryWorker, wait_until
+from tests.webhooks.helpers import CeleryWorker
 
 QUEUES = ("webhooks", "maintenance")
 
@@ -73,10 +74,10 @@ def test_a_worker_on_both_queues_makes_both_ok_and_both_go_stale_when_it_stops(s
     }
     # a worker consuming every queue, with the beat that sends the heartbeats
     worker = start_worker("both")
-    wait_until(
+    wait_for(
         lambda: all(check["status"] == "ok" for check in worker_checks().values()),
         timeout=30,
-        message="both queues' heartbeats ok",
+        what="both queues' heartbeats ok",
     )
     code, body = status()
     assert code == 200, body
@@ -98,10 +99,10 @@ def test_a_worker_on_both_queues_makes_both_ok_and_both_go_stale_when_it_stops(s
 @pytest.mark.django_db
 def test_a_worker_consuming_only_webhooks_leaves_maintenance_never_seen(start_worker, broker):
     start_worker("webhooks-only", queues=["webhooks"])
-    wait_until(
+    wait_for(
         lambda: worker_checks()["webhooks"]["status"] == "ok",
         timeout=30,
-        message="webhooks heartbeat ok",
+        what="webhooks heartbeat ok",
     )
     # several intervals later, nothing consumed `maintenance`
     time.sleep(stale_after() + 0.3)
@@ -118,10 +119,10 @@ def test_a_worker_consuming_only_webhooks_leaves_maintenance_never_seen(start_wo
 
     # when a worker starts consuming `maintenance`, it takes it
     start_worker("maintenance-only", queues=["maintenance"], beat=False)
-    wait_until(
+    wait_for(
         lambda: worker_checks()["maintenance"]["status"] == "ok",
         timeout=30,
-        message="maintenance heartbeat ok",
+        what="maintenance heartbeat ok",
     )
     assert status()[0] == 200
 
@@ -173,10 +174,8 @@ def test_an_unconsumed_queue_holds_one_heartbeat_per_expiry_not_one_per_interval
 
 
 def test_the_interval_comes_from_the_environment_and_each_queue_gets_its_entry():
-    names = ("WORKER_HEARTBEAT_SECONDS", "HEALTH_BEAT_SCHEDULE")
-    default = settings_of(production_environment(WORKER_HEARTBEAT_SECONDS=None), *names)
-    assert default["WORKER_HEARTBEAT_SECONDS"] == 30
-    configured = settings_of(production_environment(WORKER_HEARTBEAT_SECONDS="45"), *names)
+    environment = production_environment(WORKER_HEARTBEAT_SECONDS="45")
+    configured = settings_of(environment, "HEALTH_BEAT_SCHEDULE")
     assert configured["HEALTH_BEAT_SCHEDULE"] == {
         f"worker-heartbeat-{queue}": {
             "task": "health.worker_heartbeat",
