@@ -103,7 +103,8 @@ class PostgresServer:
                     os.chown(path, self.as_user["user"], self.as_user["group"])
         if self.as_user:  # the server's user reaches its data and binaries through their parents
             for folder in {*self.data.parents, *self.bin_dir.parents}:
-                folder.chmod(folder.stat().st_mode | 0o001)
+                if not folder.stat().st_mode & 0o001:
+                    folder.chmod(folder.stat().st_mode | 0o001)
         if not (self.data / "PG_VERSION").exists():
             self._run("initdb", "-D", str(self.data), "-U", USER, "--auth=trust", "-E", "UTF8")
         self._pg_ctl("start")

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import environ
 import psutil
 import psycopg
 import pytest
@@ -39,7 +40,12 @@ def server(data):
 
 
 def query(server: PostgresServer, sql: str):
-    with psycopg.connect(server.url(), autocommit=True, connect_timeout=5) as connection:
+    """Runs `sql` on the server, reached at its URL as the settings read it."""
+    url = environ.Env.db_url_config(server.url())
+    where = {"host": url["HOST"], "port": url["PORT"] or 5432, "dbname": url["NAME"]}
+    with psycopg.connect(
+        **where, user=url["USER"], autocommit=True, connect_timeout=5
+    ) as connection:
         cursor = connection.execute(sql)
         return cursor.fetchall() if cursor.description else None
 
@@ -72,6 +78,37 @@ def test_the_server_never_runs_as_root(server, data):
     assert postmaster_user(data) == expected
     assert pwd.getpwuid(data.stat().st_uid).pw_name == expected
     assert query(server, "SELECT current_user") == [("postgres",)]
+
+
+def test_data_too_deep_for_a_socket_path_still_gets_a_unix_socket(data):
+    # a socket's path holds 107 bytes: this one would be about 200
+    deep = data.parent / ("d" * 100) / ("e" * 50) / "pg"
+    server = PostgresServer(deep, debian_bin())
+    server.start()
+    try:
+        assert query(server, "SELECT current_setting('unix_socket_directories')") == [
+            (str(server.socket_dir),)
+        ]
+        assert len(bytes(server.socket_dir)) < 90
+    finally:
+        server.stop()
+
+
+def test_data_of_another_user_is_taken_over_when_root(server, data):
+    # given: a stopped cluster whose files another user owns (the wheel's own user, once)
+    server.start()
+    server.stop()
+    if os.geteuid() == 0:
+        nobody = pwd.getpwnam("nobody")
+        for path in [data, *data.rglob("*")]:
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+
+    # when
+    server.start()
+
+    # then: it runs on the same data, owned by the server's user
+    assert query(server, "SELECT 1") == [(1,)]
+    assert {path.owner() for path in data.rglob("*")} == {postmaster_user(data)}
 
 
 def holder(data: Path, port: int) -> subprocess.Popen:
