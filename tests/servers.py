@@ -28,8 +28,8 @@ BINARY = "/usr/sbin/pgbouncer"
 
 
 def as_postgres_user() -> list[str]:
-    """PostgreSQL and PgBouncer refuse to run as root: bin/with-test-services runs them as the
-    packaged `postgres` user then, and so do the tests."""
+    """PgBouncer refuses to run as root: it runs as the `postgres` user then, as PostgreSQL does
+    (config/postgres_server.py)."""
     return ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
 
 

