@@ -62,40 +62,36 @@ def html_error(request, status: int, message: str = "") -> HttpResponse:
     return HttpResponse(body, status=status)
 
 
-@csrf_exempt
-def not_found(request, exception=None):
+def error_response(request, code: str, message: str | None = None, page_message: str = ""):
+    """The envelope where errors are JSON (answers_json), else the HTML page of its status."""
     if answers_json(request):
-        return json_error(request, "resource_not_found", "No such endpoint or resource.")
-    return html_error(request, 404)
+        return json_error(request, code, message)
+    return html_error(request, ERROR_CODES[code].status, page_message)
+
+
+def _error_handler(code: str, message: str | None = None):
+    """A Django error handler (handler400 ... handler500 in config/urls.py)."""
+
+    def handler(request, exception=None):
+        return error_response(request, code, message)
+
+    return handler
+
+
+not_found = csrf_exempt(_error_handler("resource_not_found", "No such endpoint or resource."))
+bad_request = _error_handler("bad_request")
+permission_denied = _error_handler("forbidden")
+server_error = _error_handler("api_error")
 
 
 def csrf_failure(request, reason=""):
-    if answers_json(request):
-        return json_error(request, "forbidden", f"CSRF verification failed: {reason}")
-    return html_error(
+    return error_response(
         request,
-        403,
+        "forbidden",
+        f"CSRF verification failed: {reason}",
         "The form could not be verified (CSRF). Reload the page, with cookies enabled, and "
         "submit it again.",
     )
-
-
-def server_error(request):
-    if answers_json(request):
-        return json_error(request, "api_error")
-    return html_error(request, 500)
-
-
-def bad_request(request, exception=None):
-    if answers_json(request):
-        return json_error(request, "bad_request")
-    return html_error(request, 400)
-
-
-def permission_denied(request, exception=None):
-    if answers_json(request):
-        return json_error(request, "forbidden")
-    return html_error(request, 403)
 
 
 @require_get
