@@ -6,6 +6,7 @@ from io import BytesIO
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
+from django.utils.deprecation import MiddlewareMixin
 from django_guid import clear_guid, set_guid
 from django_guid.log_filters import CorrelationId
 
@@ -43,7 +44,7 @@ class RequestIdMiddleware:
         return response
 
 
-class RequestBodyLimitMiddleware:
+class RequestBodyLimitMiddleware(MiddlewareMixin):
     """413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB), before anything reads it.
 
     Django enforces the limit only where the body is read (request.body, request.POST), by
@@ -59,14 +60,11 @@ class RequestBodyLimitMiddleware:
     one byte past the limit, and handed to Django with its real length.
     """
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
+    def process_request(self, request):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if limit is not None and _body_length(request, limit) > limit:
             return body_too_large(request, limit)
-        return self.get_response(request)
+        return None
 
 
 def _body_length(request, limit: int) -> int:
@@ -161,14 +159,10 @@ class RequestIdLogFilter(CorrelationId):
         return True
 
 
-class RateLimitHeadersMiddleware:
+class RateLimitHeadersMiddleware(MiddlewareMixin):
     """Copies the rate-limit state the throttle left on the request into X-RateLimit-* headers."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+    def process_response(self, request, response):
         state = getattr(request, "rate_limit_state", None)
         # A 429 of another limit carries only Retry-After (config.api.errors.RateLimited).
         if state is not None and not getattr(response, "omit_rate_limit_headers", False):
@@ -178,7 +172,7 @@ class RateLimitHeadersMiddleware:
         return response
 
 
-class AllowHeaderMiddleware:
+class AllowHeaderMiddleware(MiddlewareMixin):
     """`Allow` names only the methods a DRF view serves (RFC 9110 §10.2.1).
 
     DRF lists OPTIONS for every APIView (the class has an options() method), also on the 405
@@ -186,11 +180,7 @@ class AllowHeaderMiddleware:
     the header would advertise the very method it refuses. One place for every view.
     """
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+    def process_response(self, request, response):
         if getattr(request, "_options_not_served", False) and response.has_header("Allow"):
             methods = [m.strip() for m in response["Allow"].split(",")]
             response["Allow"] = ", ".join(m for m in methods if m and m.upper() != "OPTIONS")
