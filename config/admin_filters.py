@@ -1,4 +1,5 @@
-"""The "by store" filter of every admin changelist that lists rows of many stores.
+"""The "by store" filter of every admin changelist that lists rows of many stores, and the
+view-only admin of rows only services write.
 
 In the shared layer, as it imports no app: accounts' API key admin uses it too, and accounts
 sits below stores (docs/decisions/layer.md "A layered house").
@@ -46,6 +47,19 @@ class StoreSlugFilter(admin.SimpleListFilter):
         if not slug:
             return queryset
         return queryset.filter(**{self.field_path: slug.strip().lower()}).distinct()
+
+
+class ViewOnlyAdminMixin:
+    """ModelAdmin mixin: the rows are shown, never added, changed or deleted by hand."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 def store_slug_filter(field_path: str) -> type[StoreSlugFilter]:

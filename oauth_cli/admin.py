@@ -14,23 +14,12 @@ from oauth2_provider.models import (
 )
 
 from accounts.admin_secrets import SecretLookupsRefused
+from config.admin_filters import ViewOnlyAdminMixin
 from oauth_cli import admin_sign_in_locks  # noqa: F401  (the user admin's lock-clearing action)
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.services import installation_revoke, token_family_revoke
 
 Application = get_application_model()
-
-
-class ViewOnlyAdminMixin:
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 # DOT's own admins, view only. The one client is defined by settings and `manage.py
 # ensure_cli_client`: the admin must not add clients (they would be refused anyway) or change
