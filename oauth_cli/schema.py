@@ -8,6 +8,8 @@ bodies, the `{error, error_description}` object of RFC 6749 §5.2, redirects, th
 and the business envelope on 429 and 500.
 """
 
+import copy
+
 from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
@@ -58,17 +60,9 @@ _RATE_LIMIT_HEADER_DESCRIPTIONS = {
     "X-RateLimit-Remaining": "Requests left in the current window (0).",
     "X-RateLimit-Reset": "Seconds until the current window ends.",
 }
-RATE_LIMIT_HEADERS = [
-    OpenApiParameter(
-        header.name,
-        header.type,
-        header.location,
-        response=header.response,
-        required=header.required,
-        description=_RATE_LIMIT_HEADER_DESCRIPTIONS[header.name],
-    )
-    for header in RATE_LIMIT_RESPONSE_HEADERS
-]
+RATE_LIMIT_HEADERS = [copy.copy(header) for header in RATE_LIMIT_RESPONSE_HEADERS]
+for _header in RATE_LIMIT_HEADERS:
+    _header.description = _RATE_LIMIT_HEADER_DESCRIPTIONS[_header.name]
 
 
 class ProtocolSchema(RequiredBodySchema):
@@ -99,10 +93,12 @@ class ProtocolEndpoint(APIView):
     renderer_classes = [JSONRenderer]
 
 
-def oauth_error(description: str, *, html: bool = False, status: int = 400) -> dict:
-    """`{error, error_description}`; the authorization endpoint shows it as a page instead when
-    the request's Accept contains text/html (a browser)."""
-    error = OpenApiResponse(OAuthErrorSerializer, description=description)
+def oauth_error(
+    description: str, *, html: bool = False, status: int = 400, body=OAuthErrorSerializer
+) -> dict:
+    """`{error, error_description}` (or another `body`); the authorization endpoint shows it as
+    a page instead when the request's Accept contains text/html (a browser)."""
+    error = OpenApiResponse(body, description=description)
     if not html:
         return {status: error}
     return {(status, "application/json"): error, (status, HTML): OpenApiResponse(OpenApiTypes.STR)}
@@ -134,13 +130,6 @@ MALFORMED_OR_PROTOCOL_ERROR = {
         {"$ref": "#/components/schemas/ErrorEnvelope"},
     ]
 }
-
-
-def malformed_or_protocol_error(description: str, *, html: bool = False) -> dict:
-    response = OpenApiResponse(MALFORMED_OR_PROTOCOL_ERROR, description=description)
-    if not html:
-        return {400: response}
-    return {(400, "application/json"): response, (400, HTML): OpenApiResponse(OpenApiTypes.STR)}
 
 
 class MetadataEndpoint(ProtocolEndpoint):
@@ -193,10 +182,11 @@ ANSWER_RESPONSES = {
         description="Back to the CLI's callback: `code` and `state` (approved), or "
         "`error=access_denied` and `state` (refused); both with `iss`, the issuer (RFC 9207)."
     ),
-    **malformed_or_protocol_error(
+    **oauth_error(
         "`invalid_request`: unknown, used or expired `auth_token`, another user's, or a "
         "`client_id`/`state` that differs from the authorization request.",
         html=True,
+        body=MALFORMED_OR_PROTOCOL_ERROR,
     ),
     **oauth_error("`access_denied`: no signed-in browser session.", html=True, status=401),
     **oauth_error(
@@ -348,10 +338,11 @@ class TokenEndpoint(ClientEndpoint):
         },
         responses={
             200: OpenApiResponse(TokenResponseSerializer, description="A new token pair."),
-            **malformed_or_protocol_error(
+            **oauth_error(
                 "`invalid_grant` (unknown, used or expired code or refresh token; verifier or "
                 "redirect_uri mismatch), `invalid_request`, `unsupported_grant_type`, "
-                "`unauthorized_client`."
+                "`unauthorized_client`.",
+                body=MALFORMED_OR_PROTOCOL_ERROR,
             ),
             **INVALID_CLIENT,
             **TOO_LARGE,
@@ -412,7 +403,7 @@ class RevokeEndpoint(ClientEndpoint):
                 {"type": "array", "items": {}, "maxItems": 0},
                 description="Revoked, or unknown or already invalid (RFC 7009 §2.2): `[]`.",
             ),
-            **malformed_or_protocol_error("`invalid_request`: no `token`."),
+            **oauth_error("`invalid_request`: no `token`.", body=MALFORMED_OR_PROTOCOL_ERROR),
             **INVALID_CLIENT,
             **TOO_LARGE,
             **COMMON_ERRORS,
