@@ -152,13 +152,8 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         if error.state is not None:
             query["state"] = error.state
         location = with_issuer(f"{error.redirect_uri}?{query.urlencode()}", request)
-        return self._redirect(location, status=302)
-
-    def _redirect(self, location: str, status: int = 303):
-        response = HttpResponse(status=status)
-        response["Location"] = location
-        response["Referrer-Policy"] = "no-referrer"
-        response["Cache-Control"] = "no-store"
+        response = self.redirect(location, application=None)
+        response.status_code = 302  # a GET's redirect, not an answer to the consent form
         return response
 
     def redirect(self, redirect_to, application):
@@ -304,10 +299,7 @@ class CliTokenView(OAuthMethodNotAllowedMixin, TokenView):
         if app_authorized.has_listeners(self):  # DOT sends it with sender=self
             return super().authorization_flow_token_response(request, *args, **kwargs)
         _url, headers, body, status = self.create_token_response(request)
-        response = HttpResponse(content=body, status=status)
-        for name, value in headers.items():
-            response[name] = value
-        return response
+        return HttpResponse(content=body, status=status, headers=headers)
 
 
 class CliRevokeTokenView(OAuthMethodNotAllowedMixin, RevokeTokenView):
