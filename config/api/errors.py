@@ -321,7 +321,4 @@ def json_error(
 ) -> JsonResponse:
     """The envelope outside DRF views (Django 404/500 handlers, middleware)."""
     body = error_body(code, request, message, param)
-    response = JsonResponse(body, status=ERROR_CODES[code].status)
-    for name, value in (headers or {}).items():
-        response[name] = value
-    return response
+    return JsonResponse(body, status=ERROR_CODES[code].status, headers=headers)
