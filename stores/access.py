@@ -12,7 +12,7 @@ is explicit (`None`).
 from dataclasses import dataclass
 
 from django.core.exceptions import ImproperlyConfigured
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
@@ -21,7 +21,6 @@ from stores.models import Membership, Store
 from stores.selectors import membership_for_slug
 
 STORE_HEADER = "X-STORE"
-SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 @dataclass(frozen=True)
