@@ -35,6 +35,15 @@ from oauth_cli.selectors import cli_application
 
 logger = logging.getLogger(__name__)
 
+# What the consent page's answer replays of its authorization request (kept with the auth_token).
+AUTHORIZATION_REQUEST_FIELDS = (
+    "client_id",
+    "redirect_uri",
+    "state",
+    "code_challenge",
+    "code_challenge_method",
+)
+
 
 def rate_limited_response(request, endpoint: str):
     """Per client address budget on the protocol endpoints (docs/design.md); None when within it."""
@@ -183,11 +192,8 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
             self.request.session,
             user_id=self.request.user.pk,
             request_data={
-                "client_id": kwargs["client_id"],
-                "redirect_uri": kwargs["redirect_uri"],
-                "state": kwargs["state"],
-                "code_challenge": kwargs.get("code_challenge", ""),
-                "code_challenge_method": kwargs.get("code_challenge_method", ""),
+                # DOT always passes client_id, redirect_uri and state; PKCE's two when sent.
+                **{name: kwargs.get(name, "") for name in AUTHORIZATION_REQUEST_FIELDS},
                 "scopes": list(kwargs["scopes"]),
             },
         )
@@ -253,14 +259,8 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         application = cli_application()
         if application is None:
             return oauth_error(request, "invalid_client", "Unknown client_id.")
-        credentials = {
-            "client_id": entry["client_id"],
-            "redirect_uri": entry["redirect_uri"],
-            "response_type": "code",
-            "state": entry["state"],
-            "code_challenge": entry["code_challenge"],
-            "code_challenge_method": entry["code_challenge_method"],
-        }
+        credentials = {"response_type": "code"}
+        credentials |= {name: entry[name] for name in AUTHORIZATION_REQUEST_FIELDS}
         # The Installation is written with the code, in its transaction (validator's
         # save_authorization_code): a refused or failed issue leaves no connection behind.
         try:
