@@ -85,10 +85,6 @@ def resolve_store_context(request) -> StoreContext:
     return context
 
 
-def required_permission(area: str, method: str) -> str:
-    return f"{area}:read" if method in SAFE_METHODS else f"{area}:write"
-
-
 class StorePermission(BasePermission):
     """Resolves the store and requires `view.permission_area` (read for GET, else write).
 
@@ -107,7 +103,7 @@ class StorePermission(BasePermission):
         context = resolve_store_context(request)
         area = view.permission_area
         if area is not None:
-            needed = required_permission(area, request.method)
+            needed = f"{area}:{'read' if request.method in SAFE_METHODS else 'write'}"
             if needed not in context.effective_abilities:
                 raise Forbidden(f"This credential and role do not allow '{needed}'.")
         request.store = context.store
