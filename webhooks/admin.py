@@ -8,7 +8,7 @@ from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from config.admin_filters import StoreSlugFilter
-from config.api.errors import ApiError, RateLimited
+from config.api.errors import ApiError
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (
@@ -155,14 +155,10 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         for delivery in queryset.select_related("store"):
             try:
                 new = delivery_replay(store=delivery.store, delivery_id=delivery.pk)
-            except RateLimited as error:
-                # The store's replay cap (services.delivery_replay) binds the admin too.
-                self.message_user(
-                    request,
-                    f"{delivery.pk}: {error.message} (retry after {error.retry_after} s)",
-                    messages.ERROR,
-                )
             except ApiError as error:
-                self.message_user(request, f"{delivery.pk}: {error.message}", messages.ERROR)
+                # The store's replay cap (services.delivery_replay) binds the admin too.
+                retry_after = getattr(error, "retry_after", None)  # RateLimited's
+                wait = f" (retry after {retry_after} s)" if retry_after else ""
+                self.message_user(request, f"{delivery.pk}: {error.message}{wait}", messages.ERROR)
             else:
                 self.message_user(request, f"{delivery.pk} replayed as {new.pk}.")
