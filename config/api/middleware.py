@@ -14,10 +14,6 @@ from django_guid.log_filters import CorrelationId
 access_logger = logging.getLogger("storefront.requests")
 
 
-def new_request_id() -> str:
-    return "req_" + secrets.token_urlsafe(18)
-
-
 class RequestIdMiddleware:
     """Gives each request a `req_...` id: in the envelope, the X-Request-Id header, the logs,
     and the Celery tasks it schedules (django-guid carries it; config/settings/logging.py).
@@ -31,7 +27,7 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        request.request_id = new_request_id()
+        request.request_id = "req_" + secrets.token_urlsafe(18)
         set_guid(request.request_id)
         started = time.perf_counter()
         try:
