@@ -24,12 +24,7 @@ from config.api.errors import Conflict
 from config.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import (
-    STORE_HEADER_PARAMETER,
-    data_envelope,
-    error_responses,
-    response_example,
-)
+from config.api.schema import data_envelope, error_responses, response_example
 from stores.access import StorePermission, resolve_store_context
 from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
@@ -141,7 +136,6 @@ class WebhookAreaMixin:
     permission_area = "webhook"
 
 
-@extend_schema(parameters=[STORE_HEADER_PARAMETER])
 class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     # The store's one destination, served at the prefix itself (config/api/routers.py).
     singleton = True
@@ -243,7 +237,6 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
         return Response({"data": body})
 
 
-@extend_schema(parameters=[STORE_HEADER_PARAMETER])
 class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     serializer_class = WebhookEventTypeListSerializer
     pagination_class = None
@@ -259,7 +252,6 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         return Response(self.get_serializer({"data": event_types_list()}).data)
 
 
-@extend_schema(parameters=[STORE_HEADER_PARAMETER])
 @extend_schema_view(
     list=extend_schema(
         operation_id="webhook_deliveries_list",
