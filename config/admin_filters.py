@@ -1,5 +1,5 @@
 """The "by store" filter of every admin changelist that lists rows of many stores, and the
-view-only admin of rows only services write.
+admin mixins of rows only services create or change.
 
 In the shared layer, as it imports no app: accounts' API key admin uses it too, and accounts
 sits below stores (docs/decisions/layer.md "A layered house").
@@ -49,11 +49,15 @@ class StoreSlugFilter(admin.SimpleListFilter):
         return queryset.filter(**{self.field_path: slug.strip().lower()}).distinct()
 
 
-class ViewOnlyAdminMixin:
-    """ModelAdmin mixin: the rows are shown, never added, changed or deleted by hand."""
+class NoAddAdminMixin:
+    """ModelAdmin (or inline) mixin: the rows come from services, never from an add form."""
 
     def has_add_permission(self, request, obj=None):
         return False
+
+
+class ViewOnlyAdminMixin(NoAddAdminMixin):
+    """ModelAdmin mixin: the rows are shown, never added, changed or deleted by hand."""
 
     def has_change_permission(self, request, obj=None):
         return False

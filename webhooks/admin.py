@@ -7,7 +7,7 @@ from django.urls import reverse
 from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
-from config.admin_filters import StoreSlugFilter
+from config.admin_filters import NoAddAdminMixin, StoreSlugFilter
 from config.api.errors import ApiError
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
@@ -19,7 +19,8 @@ from webhooks.services import (
 
 
 @admin.register(WebhookDestination)
-class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
+class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.ModelAdmin):
+    # Not added here: PUT /api/v2/webhook-destination creates it, validating the URL (SSRF).
     list_display = [
         "store",
         "destination",
@@ -65,10 +66,6 @@ class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
     def previous_signing_secret(self, destination: WebhookDestination) -> str:
         return mask_credential(destination.previous_secret) or "-"
 
-    def has_add_permission(self, request):
-        # Created through PUT /api/v2/webhook-destination, which validates the URL (SSRF).
-        return False
-
     @admin.action(description="Enable the selected destinations", permissions=["change"])
     def enable(self, request, queryset):
         for destination in queryset:
@@ -96,7 +93,7 @@ class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
         )
 
 
-class WebhookDeliveryAttemptInline(admin.TabularInline):
+class WebhookDeliveryAttemptInline(NoAddAdminMixin, admin.TabularInline):
     model = WebhookDeliveryAttempt
     extra = 0
     can_delete = False
@@ -110,9 +107,6 @@ class WebhookDeliveryAttemptInline(admin.TabularInline):
         "error",
     ]
 
-    def has_add_permission(self, request, obj=None):
-        return False
-
     @admin.display(description="destination")
     def destination(self, attempt: WebhookDeliveryAttempt) -> str:
         # The origin, as for the destination itself (WebhookDestinationAdmin.destination).
@@ -120,7 +114,7 @@ class WebhookDeliveryAttemptInline(admin.TabularInline):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(admin.ModelAdmin):
+class WebhookDeliveryAdmin(NoAddAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "store",
@@ -139,9 +133,6 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
     inlines = [WebhookDeliveryAttemptInline]
     actions = ["replay"]
-
-    def has_add_permission(self, request):
-        return False
 
     def has_replay_permission(self, request):
         # A replay adds a delivery; the add form itself stays off (deliveries come from events).
