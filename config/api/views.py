@@ -1,6 +1,5 @@
 import contextlib
 import functools
-import logging
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
@@ -12,8 +11,6 @@ from django.views.decorators.csrf import csrf_exempt
 from config import health
 from config.api.errors import ERROR_CODES, json_error, request_id_of
 from config.api.ratelimit import address_rate_limited
-
-logger = logging.getLogger(__name__)
 
 
 def require_get(view):
