@@ -125,10 +125,11 @@ def idempotent_secret_shown_once(**idempotent_options):
     return decorator
 
 
-def _destination_data(serializer_class, destination, request) -> dict:
+def _destination_response(serializer_class, destination, request, code=200) -> Response:
     # The full URL only for who may change it (DestinationUrlReadField).
     url_in_full = "webhook:write" in resolve_store_context(request).effective_abilities
-    return serializer_class(destination, context={"url_in_full": url_in_full}).data
+    body = serializer_class(destination, context={"url_in_full": url_in_full}).data
+    return Response({"data": body}, status=code)
 
 
 class WebhookAreaMixin:
@@ -153,9 +154,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     )
     def retrieve(self, request):
         destination = destination_get(store=request.store)
-        return Response(
-            {"data": _destination_data(WebhookDestinationSerializer, destination, request)}
-        )
+        return _destination_response(WebhookDestinationSerializer, destination, request)
 
     @extend_schema(
         operation_id="webhook_destination_put",
@@ -190,10 +189,9 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
         payload.is_valid(raise_exception=True)
         destination, created = destination_put(store=request.store, **payload.validated_data)
         if created:
-            body = _destination_data(WebhookDestinationWithSecretSerializer, destination, request)
-            return Response({"data": body}, status=status.HTTP_201_CREATED)
-        body = _destination_data(WebhookDestinationSerializer, destination, request)
-        return Response({"data": body})
+            serializer = WebhookDestinationWithSecretSerializer
+            return _destination_response(serializer, destination, request, code=201)
+        return _destination_response(WebhookDestinationSerializer, destination, request)
 
     @extend_schema(
         operation_id="webhook_destination_delete",
@@ -233,8 +231,8 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     @action(detail=False, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request):
         destination = destination_secret_rotate(store=request.store)
-        body = _destination_data(WebhookDestinationWithSecretSerializer, destination, request)
-        return Response({"data": body})
+        serializer = WebhookDestinationWithSecretSerializer
+        return _destination_response(serializer, destination, request)
 
 
 class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
