@@ -4,7 +4,6 @@ Protocol errors, wrong methods included, are `{error, error_description}` (RFC 6
 rate limits and server errors use the business envelope (docs/design.md "Errors").
 """
 
-import json
 import logging
 import secrets
 
@@ -55,9 +54,7 @@ def oauth_error(request, error: str, description: str, status: int = 400):
     body = {"error": error, "error_description": description}
     if "text/html" in request.headers.get("Accept", ""):
         return protected_page(request, "oauth_cli/error.html", status=status, **body)
-    response = JsonResponse(body, status=status)
-    response["Cache-Control"] = "no-store"
-    return response
+    return JsonResponse(body, status=status, headers={"Cache-Control": "no-store"})
 
 
 def method_not_allowed(request, allowed) -> HttpResponse:
@@ -125,9 +122,8 @@ def authorization_server_metadata(request):
     limited = rate_limited_response(request, "metadata")
     if limited:
         return limited
-    response = JsonResponse(discovery_document(settings.BASE_URL))
-    response["Cache-Control"] = "public, max-age=3600"
-    return response
+    document = discovery_document(settings.BASE_URL)
+    return JsonResponse(document, headers={"Cache-Control": "public, max-age=3600"})
 
 
 @method_decorator(csrf_exempt, name="dispatch")  # checked below against the `_token` field
@@ -313,9 +309,7 @@ class CliRevokeTokenView(OAuthMethodNotAllowedMixin, RevokeTokenView):
             return limited
         response = super().post(request, *args, **kwargs)
         if response.status_code == 200:
-            ok = HttpResponse(json.dumps([]), content_type="application/json")
-            ok["Cache-Control"] = "no-store"
-            return ok
+            return JsonResponse([], safe=False, headers={"Cache-Control": "no-store"})
         if not response.get("Content-Type", "").startswith("application/json"):
             response["Content-Type"] = "application/json"
         return response

@@ -92,9 +92,7 @@ def body_too_large(request, limit: int):
         # RFC 6749 §5.2's object: the envelope is for rate limits and server errors only there
         # (docs/design.md "Errors").
         body = {"error": "invalid_request", "error_description": message}
-        response = JsonResponse(body, status=413)
-        response["Cache-Control"] = "no-store"
-        return response
+        return JsonResponse(body, status=413, headers={"Cache-Control": "no-store"})
     if answers_json(request):
         return json_error(request, "request_too_large", message, param="body")
     return html_error(request, 413)
