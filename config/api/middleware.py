@@ -84,8 +84,7 @@ def body_too_large(request, limit: int):
     # Imported here: this module is imported by the logging setup, before the apps are ready.
     from django.http import JsonResponse
 
-    from config.api.errors import json_error
-    from config.api.views import answers_json, html_error, is_oauth_protocol_path
+    from config.api.views import error_response, is_oauth_protocol_path
 
     message = f"The request body exceeds the limit of {limit} bytes."
     if is_oauth_protocol_path(request):
@@ -93,9 +92,7 @@ def body_too_large(request, limit: int):
         # (docs/design.md "Errors").
         body = {"error": "invalid_request", "error_description": message}
         return JsonResponse(body, status=413, headers={"Cache-Control": "no-store"})
-    if answers_json(request):
-        return json_error(request, "request_too_large", message, param="body")
-    return html_error(request, 413)
+    return error_response(request, "request_too_large", message, param="body")
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")

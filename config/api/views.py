@@ -59,10 +59,12 @@ def html_error(request, status: int, message: str = "") -> HttpResponse:
     return HttpResponse(body, status=status)
 
 
-def error_response(request, code: str, message: str | None = None, page_message: str = ""):
+def error_response(
+    request, code: str, message: str | None = None, page_message: str = "", param=None
+):
     """The envelope where errors are JSON (answers_json), else the HTML page of its status."""
     if answers_json(request):
-        return json_error(request, code, message)
+        return json_error(request, code, message, param)
     return html_error(request, ERROR_CODES[code].status, page_message)
 
 
