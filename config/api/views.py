@@ -50,22 +50,18 @@ def answers_json(request) -> bool:
     return path == "/api" or path.startswith("/api/") or is_oauth_protocol_path(request)
 
 
-def html_error(request, status: int, message: str = "") -> HttpResponse:
-    # Rendered without the request (no context processors), as Django's own server_error
-    # page is: the error page must not fail for the reason the request did.
-    body = loader.render_to_string(
-        f"{status}.html", {"request_id": request_id_of(request), "message": message}
-    )
-    return HttpResponse(body, status=status)
-
-
 def error_response(
     request, code: str, message: str | None = None, page_message: str = "", param=None
 ):
     """The envelope where errors are JSON (answers_json), else the HTML page of its status."""
     if answers_json(request):
         return json_error(request, code, message, param)
-    return html_error(request, ERROR_CODES[code].status, page_message)
+    # Rendered without the request (no context processors), as Django's own server_error
+    # page is: the error page must not fail for the reason the request did.
+    status_code = ERROR_CODES[code].status
+    context = {"request_id": request_id_of(request), "message": page_message}
+    page = loader.render_to_string(f"{status_code}.html", context)
+    return HttpResponse(page, status=status_code)
 
 
 def _error_handler(code: str, message: str | None = None):
