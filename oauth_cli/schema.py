@@ -66,10 +66,13 @@ for _header in RATE_LIMIT_HEADERS:
 
 
 class ProtocolSchema(RequiredBodySchema):
-    """The 429 headers of the protocol endpoints' budget; no added 413 envelope (each
-    operation declares its own 413)."""
+    """The `oauth` tag and the 429 headers of the protocol endpoints' budget; no added 413
+    envelope (each operation declares its own 413)."""
 
     _get_response_bodies = AutoSchema._get_response_bodies
+
+    def get_tags(self):
+        return ["oauth"]
 
     def get_override_parameters(self):
         return [*AutoSchema.get_override_parameters(self), *RATE_LIMIT_HEADERS]
@@ -138,7 +141,6 @@ class MetadataEndpoint(ProtocolEndpoint):
         summary="Authorization server metadata (RFC 8414)",
         description="Where the CLI finds the authorization, token and revocation endpoints, "
         "and what they support (S256 PKCE only, public client, no secret).",
-        tags=["oauth"],
         responses={
             200: AuthorizationServerMetadataSerializer,
             **COMMON_ERRORS,
@@ -219,7 +221,6 @@ class AuthorizeEndpoint(ProtocolEndpoint):
         description="Opened by the CLI in the user's browser. A signed-in browser gets the "
         "consent page; an anonymous one is sent to sign in first. Only the official CLI's "
         "client id, a loopback `/callback` redirect URI and S256 PKCE are accepted.",
-        tags=["oauth"],
         parameters=[
             AuthorizeQuerySerializer,
             header("Content-Security-Policy", str, [200], "No script."),
@@ -268,7 +269,6 @@ class AuthorizeEndpoint(ProtocolEndpoint):
         summary="Approve the consent page (or refuse with `_method=DELETE`)",
         description="The consent page's Approve button: the browser is sent back to the CLI's "
         "loopback callback with a single-use code, `state` and `iss`.",
-        tags=["oauth"],
         request={FORM: ConsentApprovalFormSerializer},
         responses=ANSWER_RESPONSES,
         parameters=ANSWER_HEADERS,
@@ -292,7 +292,6 @@ class AuthorizeEndpoint(ProtocolEndpoint):
         summary="Refuse the consent page",
         description="The consent page's Refuse button: the browser is sent back to the CLI's "
         "callback with `error=access_denied`, `state` and `iss`; nothing is granted.",
-        tags=["oauth"],
         request={FORM: ConsentRefusalFormSerializer},
         responses=ANSWER_RESPONSES,
         parameters=ANSWER_HEADERS,
@@ -328,7 +327,6 @@ class TokenEndpoint(ClientEndpoint):
         description="`authorization_code` with the PKCE verifier, or `refresh_token`: each "
         "answer is a new access and refresh token pair, and a refresh token works once (using "
         "one twice revokes its whole family).",
-        tags=["oauth"],
         request={
             FORM: PolymorphicProxySerializer(
                 component_name="TokenGrant",
@@ -396,7 +394,6 @@ class RevokeEndpoint(ClientEndpoint):
         description="Sent by the CLI when it disconnects. A live access or refresh token of "
         "the CLI disconnects its installation; an unknown, rotated, revoked or expired one "
         "changes nothing (another machine's connection stays). Both answer 200.",
-        tags=["oauth"],
         request={FORM: RevocationSerializer},
         responses={
             200: OpenApiResponse(
