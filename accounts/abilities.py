@@ -13,10 +13,12 @@ ACCOUNT_ABILITIES = (ACCOUNT_READ, STORES_CREATE)
 # What may be granted to an API key: account abilities, whole areas, read-only areas, or all.
 GRANTABLE_ABILITIES = (ALL, *ACCOUNT_ABILITIES, *AREAS, *(f"{a}:read" for a in AREAS))
 
+AREA_PERMISSIONS = frozenset(f"{a}:{op}" for a in AREAS for op in ("read", "write"))
+
 ROLE_OWNER, ROLE_ADMIN, ROLE_STAFF = "owner", "admin", "staff"
 ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
-    ROLE_OWNER: frozenset(f"{a}:{op}" for a in AREAS for op in ("read", "write")),
-    ROLE_ADMIN: frozenset(f"{a}:{op}" for a in AREAS for op in ("read", "write")),
+    ROLE_OWNER: AREA_PERMISSIONS,
+    ROLE_ADMIN: AREA_PERMISSIONS,
     ROLE_STAFF: frozenset(f"{a}:read" for a in AREAS),
 }
 
@@ -26,8 +28,7 @@ def expand_abilities(abilities) -> frozenset[str]:
     expanded: set[str] = set()
     for ability in abilities:
         if ability == ALL:
-            expanded |= set(ACCOUNT_ABILITIES)
-            expanded |= {f"{a}:{op}" for a in AREAS for op in ("read", "write")}
+            expanded |= {*ACCOUNT_ABILITIES, *AREA_PERMISSIONS}
         elif ability in AREAS:
             expanded |= {f"{ability}:read", f"{ability}:write"}
         else:

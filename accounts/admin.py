@@ -20,15 +20,6 @@ admin.site.register(User, UserAdmin)
 
 # "Not used recently" in the usage filter: keys idle this long are candidates for revoking.
 IDLE_AFTER = timedelta(days=90)
-# Chosen when a key is issued, read-only afterwards (ApiKeyAdmin.get_readonly_fields).
-ISSUED_KEY_FIXED_FIELDS = [
-    "user",
-    "abilities",
-    "store_access",
-    "stores",
-    "current_store",
-    "expires_at",
-]
 
 
 class ApiKeyForm(forms.ModelForm):
@@ -126,9 +117,11 @@ class ApiKeyAdmin(SecretLookupsRefused, admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return self.readonly_fields
-        # An issued key's owner, grants and lifetime are fixed: other ones are a new key. Staff
-        # who may revoke (change) must not hand a live secret to another user or widen it.
-        fixed = [*self.readonly_fields, *ISSUED_KEY_FIXED_FIELDS]
+        # An issued key's owner, grants and lifetime (all it is issued with but its name) are
+        # fixed: other ones are a new key. Staff who may revoke (change) must not hand a live
+        # secret to another user or widen it.
+        issued_with = [name for name in ApiKeyForm.Meta.fields if name != "name"]
+        fixed = [*self.readonly_fields, *issued_with]
         if obj.current_store_id is None and obj.current_store_deleted_at is not None:
             # The one exception: re-pinning a key whose current store was deleted. It is
             # refused without X-STORE until then, so no working integration is moved.

@@ -1,4 +1,5 @@
-"""The "by store" filter of every admin changelist that lists rows of many stores.
+"""The "by store" filter of every admin changelist that lists rows of many stores, and the
+admin mixins of rows only services create or change.
 
 In the shared layer, as it imports no app: accounts' API key admin uses it too, and accounts
 sits below stores (docs/decisions/layer.md "A layered house").
@@ -46,6 +47,23 @@ class StoreSlugFilter(admin.SimpleListFilter):
         if not slug:
             return queryset
         return queryset.filter(**{self.field_path: slug.strip().lower()}).distinct()
+
+
+class NoAddAdminMixin:
+    """ModelAdmin (or inline) mixin: the rows come from services, never from an add form."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class ViewOnlyAdminMixin(NoAddAdminMixin):
+    """ModelAdmin mixin: the rows are shown, never added, changed or deleted by hand."""
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 def store_slug_filter(field_path: str) -> type[StoreSlugFilter]:

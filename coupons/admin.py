@@ -3,7 +3,7 @@ services, so every change is validated and journalled like an API change."""
 
 from django.contrib import admin, messages
 
-from config.admin_filters import StoreSlugFilter
+from config.admin_filters import StoreSlugFilter, ViewOnlyAdminMixin
 from config.api.errors import ApiError
 from coupons.models import Coupon
 from coupons.services import coupon_delete, coupon_restore
@@ -25,7 +25,7 @@ class DeletedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Coupon)
-class CouponAdmin(admin.ModelAdmin):
+class CouponAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     list_display = [
         "code",
         "store",
@@ -53,16 +53,8 @@ class CouponAdmin(admin.ModelAdmin):
     def is_deleted(self, coupon: Coupon) -> bool:
         return coupon.deleted_at is not None
 
-    # Writes only through the actions (services); the built-in forms would bypass them.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
+    # Writes only through the actions (services), as ViewOnlyAdminMixin leaves them: the
+    # built-in forms would bypass them.
     def has_manage_permission(self, request):
         return request.user.has_perm("coupons.change_coupon")
 

@@ -1,24 +1,15 @@
 from django.contrib import admin
 
-from config.admin_filters import StoreSlugFilter
+from config.admin_filters import StoreSlugFilter, ViewOnlyAdminMixin
 from events.models import Event, EventPruneMark
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     """The journal is written by `events.services.record` alone, its prune marks by
     `events_prune`: the admin only reads them."""
 
     list_select_related = ["store"]
     autocomplete_fields = ["store"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Event)

@@ -14,10 +14,10 @@ import django_filters
 from django import forms
 from drf_spectacular.utils import extend_schema_field
 
+from config.api.filters import NonEmptyParametersForm
 from events.models import Event
 from events.registry import SUBJECT_TYPES
 
-EMPTY_VALUE_MESSAGE = "must not be empty; omit the parameter to leave it out"
 SUBJECT_ID_MAX_LENGTH = Event._meta.get_field("subject_id").max_length
 # Subject ids are ours (stringified primary keys). `^...$` as JSON Schema reads it; the
 # validator matches the whole value, so a trailing newline does not pass as `$` would let it.
@@ -50,25 +50,18 @@ TYPE_SCHEMA = {
 }
 
 
-class PresentValueMixin:
+class EventFilterForm(NonEmptyParametersForm):
     """An absent parameter is no filter; a present, empty one is an error (not "no filter")."""
 
-    def to_python(self, value):
-        if value == "":
-            raise forms.ValidationError(EMPTY_VALUE_MESSAGE, code="empty")
-        return super().to_python(value)
-
-
-class SubjectTypeField(PresentValueMixin, django_filters.fields.ChoiceField):
-    pass
+    empty_message = "must not be empty; omit the parameter to leave it out"
 
 
 @extend_schema_field(SUBJECT_TYPE_SCHEMA)
 class SubjectTypeFilter(django_filters.ChoiceFilter):
-    field_class = SubjectTypeField
+    pass
 
 
-class SubjectIdField(PresentValueMixin, forms.CharField):
+class SubjectIdField(forms.CharField):
     def __init__(self, **kwargs):
         # No stripping: "12\n" is not the subject id "12".
         super().__init__(strip=False, **kwargs)
@@ -86,7 +79,7 @@ class SubjectIdFilter(django_filters.CharFilter):
     field_class = SubjectIdField
 
 
-class EventTypeField(PresentValueMixin, forms.CharField):
+class EventTypeField(forms.CharField):
     def __init__(self, **kwargs):
         super().__init__(
             strip=False,
@@ -118,3 +111,6 @@ class EventFilter(django_filters.FilterSet):
         error_messages={"invalid_choice": f"must be one of {', '.join(sorted(SUBJECT_TYPES))}"},
     )  # described by SUBJECT_TYPE_SCHEMA
     subject_id = SubjectIdFilter()  # described by SUBJECT_ID_SCHEMA
+
+    class Meta:
+        form = EventFilterForm

@@ -90,11 +90,9 @@ def _prune_marks_raise(batch, now) -> None:
 
     A conditional UPDATE only ever moves a mark forward, so overlapping prune runs are safe.
     """
-    highest: dict[int, tuple[int, str]] = {}
-    for event_id, store_id, txid in batch:
-        position = (txid, event_id)
-        if store_id not in highest or position > highest[store_id]:
-            highest[store_id] = position
+    # In position order, so each store keeps its highest.
+    ordered = sorted(batch, key=lambda row: (row[2], row[0]))
+    highest = {store_id: (txid, event_id) for event_id, store_id, txid in ordered}
     for store_id, (txid, event_id) in highest.items():
         behind = EventPruneMark.objects.filter(store_id=store_id).filter(
             Q(txid__lt=txid) | Q(txid=txid, event_id__lt=event_id)

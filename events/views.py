@@ -2,7 +2,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 
-from config.api.schema import STORE_HEADER_PARAMETER, error_responses
+from config.api.schema import error_responses
 from events.filters import EventFilter
 from events.models import Event
 from events.pagination import JournalPagination
@@ -17,7 +17,7 @@ def journal_schema(
         operation_id=operation_id,
         summary=summary,
         description=description,
-        parameters=[STORE_HEADER_PARAMETER, *parameters],
+        parameters=list(parameters),
         responses={
             200: EventSerializer,
             **error_responses(403, 409, 422, *statuses),

@@ -14,23 +14,12 @@ from oauth2_provider.models import (
 )
 
 from accounts.admin_secrets import SecretLookupsRefused
+from config.admin_filters import NoAddAdminMixin, ViewOnlyAdminMixin
 from oauth_cli import admin_sign_in_locks  # noqa: F401  (the user admin's lock-clearing action)
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.services import installation_revoke, token_family_revoke
 
 Application = get_application_model()
-
-
-class ViewOnlyAdminMixin:
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 # DOT's own admins, view only. The one client is defined by settings and `manage.py
 # ensure_cli_client`: the admin must not add clients (they would be refused anyway) or change
@@ -78,7 +67,7 @@ for model, admin_class in [
     )
 
 
-class TokenFamilyInline(admin.TabularInline):
+class TokenFamilyInline(NoAddAdminMixin, admin.TabularInline):
     model = TokenFamily
     fields = ("id", "created_at", "expires_at", "revoked_at")
     readonly_fields = fields
@@ -86,12 +75,9 @@ class TokenFamilyInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Installation)
-class InstallationAdmin(admin.ModelAdmin):
+class InstallationAdmin(NoAddAdminMixin, admin.ModelAdmin):
     """CLI connections; deleting one (or the action) revokes its codes and token families."""
 
     list_display = ("id", "user", "application", "created_at")
@@ -102,9 +88,6 @@ class InstallationAdmin(admin.ModelAdmin):
     autocomplete_fields = ("user",)
     inlines = [TokenFamilyInline]
     actions = ["revoke_installations"]
-
-    def has_add_permission(self, request):
-        return False
 
     # Disconnecting deletes the installation, as the delete view does.
     @admin.action(
@@ -125,7 +108,7 @@ class InstallationAdmin(admin.ModelAdmin):
 
 
 @admin.register(TokenFamily)
-class TokenFamilyAdmin(SecretLookupsRefused, admin.ModelAdmin):
+class TokenFamilyAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.ModelAdmin):
     list_display = ("id", "installation", "created_at", "expires_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("installation__user__username", "id")
@@ -133,9 +116,6 @@ class TokenFamilyAdmin(SecretLookupsRefused, admin.ModelAdmin):
     exclude = ("code_checksum",)
     secret_fields = ("code_checksum",)
     actions = ["revoke_families"]
-
-    def has_add_permission(self, request):
-        return False
 
     def has_delete_permission(self, request, obj=None):
         return False

@@ -24,6 +24,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.dispatch import receiver
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
+from django.utils.deprecation import MiddlewareMixin
 
 from config import metrics
 from config.api.client_address import UNKNOWN_CLIENT_ADDRESS, client_address_key
@@ -216,21 +217,18 @@ def sign_in_locks_clear(*, username: str) -> None:
         axes_reset(username=f"{prefix}{username}")
 
 
-class SignInLimitsUnavailableMiddleware:
+class SignInLimitsUnavailableMiddleware(MiddlewareMixin):
     """While the failure counters' cache (Redis) cannot be reached, the sign-in pages and their
     submissions answer a 503 page (logged), not a 500 or a form that cannot work: it fails
     closed, unlike the API's rate limiter, as the counters are all that stops guessing."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
+    def process_request(self, request):
         if request.method in ("GET", "HEAD") and _is_sign_in_page(request):
             try:
                 cache.get(SIGN_IN_PROBE_KEY)
             except CACHE_UNAVAILABLE:
                 return _sign_in_unavailable(request)
-        return self.get_response(request)
+        return None
 
     def process_exception(self, request, exception):
         if not isinstance(exception, CACHE_UNAVAILABLE) or not _is_sign_in_page(request):

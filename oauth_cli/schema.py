@@ -8,6 +8,8 @@ bodies, the `{error, error_description}` object of RFC 6749 §5.2, redirects, th
 and the business envelope on 429 and 500.
 """
 
+import copy
+
 from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
@@ -58,24 +60,19 @@ _RATE_LIMIT_HEADER_DESCRIPTIONS = {
     "X-RateLimit-Remaining": "Requests left in the current window (0).",
     "X-RateLimit-Reset": "Seconds until the current window ends.",
 }
-RATE_LIMIT_HEADERS = [
-    OpenApiParameter(
-        header.name,
-        header.type,
-        header.location,
-        response=header.response,
-        required=header.required,
-        description=_RATE_LIMIT_HEADER_DESCRIPTIONS[header.name],
-    )
-    for header in RATE_LIMIT_RESPONSE_HEADERS
-]
+RATE_LIMIT_HEADERS = [copy.copy(header) for header in RATE_LIMIT_RESPONSE_HEADERS]
+for _header in RATE_LIMIT_HEADERS:
+    _header.description = _RATE_LIMIT_HEADER_DESCRIPTIONS[_header.name]
 
 
 class ProtocolSchema(RequiredBodySchema):
-    """The 429 headers of the protocol endpoints' budget; no added 413 envelope (each
-    operation declares its own 413)."""
+    """The `oauth` tag and the 429 headers of the protocol endpoints' budget; no added 413
+    envelope (each operation declares its own 413)."""
 
     _get_response_bodies = AutoSchema._get_response_bodies
+
+    def get_tags(self):
+        return ["oauth"]
 
     def get_override_parameters(self):
         return [*AutoSchema.get_override_parameters(self), *RATE_LIMIT_HEADERS]
@@ -99,10 +96,12 @@ class ProtocolEndpoint(APIView):
     renderer_classes = [JSONRenderer]
 
 
-def oauth_error(description: str, *, html: bool = False, status: int = 400) -> dict:
-    """`{error, error_description}`; the authorization endpoint shows it as a page instead when
-    the request's Accept contains text/html (a browser)."""
-    error = OpenApiResponse(OAuthErrorSerializer, description=description)
+def oauth_error(
+    description: str, *, html: bool = False, status: int = 400, body=OAuthErrorSerializer
+) -> dict:
+    """`{error, error_description}` (or another `body`); the authorization endpoint shows it as
+    a page instead when the request's Accept contains text/html (a browser)."""
+    error = OpenApiResponse(body, description=description)
     if not html:
         return {status: error}
     return {(status, "application/json"): error, (status, HTML): OpenApiResponse(OpenApiTypes.STR)}
@@ -136,20 +135,12 @@ MALFORMED_OR_PROTOCOL_ERROR = {
 }
 
 
-def malformed_or_protocol_error(description: str, *, html: bool = False) -> dict:
-    response = OpenApiResponse(MALFORMED_OR_PROTOCOL_ERROR, description=description)
-    if not html:
-        return {400: response}
-    return {(400, "application/json"): response, (400, HTML): OpenApiResponse(OpenApiTypes.STR)}
-
-
 class MetadataEndpoint(ProtocolEndpoint):
     @extend_schema(
         operation_id="oauth_authorization_server_metadata",
         summary="Authorization server metadata (RFC 8414)",
         description="Where the CLI finds the authorization, token and revocation endpoints, "
         "and what they support (S256 PKCE only, public client, no secret).",
-        tags=["oauth"],
         responses={
             200: AuthorizationServerMetadataSerializer,
             **COMMON_ERRORS,
@@ -193,10 +184,11 @@ ANSWER_RESPONSES = {
         description="Back to the CLI's callback: `code` and `state` (approved), or "
         "`error=access_denied` and `state` (refused); both with `iss`, the issuer (RFC 9207)."
     ),
-    **malformed_or_protocol_error(
+    **oauth_error(
         "`invalid_request`: unknown, used or expired `auth_token`, another user's, or a "
         "`client_id`/`state` that differs from the authorization request.",
         html=True,
+        body=MALFORMED_OR_PROTOCOL_ERROR,
     ),
     **oauth_error("`access_denied`: no signed-in browser session.", html=True, status=401),
     **oauth_error(
@@ -229,7 +221,6 @@ class AuthorizeEndpoint(ProtocolEndpoint):
         description="Opened by the CLI in the user's browser. A signed-in browser gets the "
         "consent page; an anonymous one is sent to sign in first. Only the official CLI's "
         "client id, a loopback `/callback` redirect URI and S256 PKCE are accepted.",
-        tags=["oauth"],
         parameters=[
             AuthorizeQuerySerializer,
             header("Content-Security-Policy", str, [200], "No script."),
@@ -278,7 +269,6 @@ class AuthorizeEndpoint(ProtocolEndpoint):
         summary="Approve the consent page (or refuse with `_method=DELETE`)",
         description="The consent page's Approve button: the browser is sent back to the CLI's "
         "loopback callback with a single-use code, `state` and `iss`.",
-        tags=["oauth"],
         request={FORM: ConsentApprovalFormSerializer},
         responses=ANSWER_RESPONSES,
         parameters=ANSWER_HEADERS,
@@ -302,7 +292,6 @@ class AuthorizeEndpoint(ProtocolEndpoint):
         summary="Refuse the consent page",
         description="The consent page's Refuse button: the browser is sent back to the CLI's "
         "callback with `error=access_denied`, `state` and `iss`; nothing is granted.",
-        tags=["oauth"],
         request={FORM: ConsentRefusalFormSerializer},
         responses=ANSWER_RESPONSES,
         parameters=ANSWER_HEADERS,
@@ -338,7 +327,6 @@ class TokenEndpoint(ClientEndpoint):
         description="`authorization_code` with the PKCE verifier, or `refresh_token`: each "
         "answer is a new access and refresh token pair, and a refresh token works once (using "
         "one twice revokes its whole family).",
-        tags=["oauth"],
         request={
             FORM: PolymorphicProxySerializer(
                 component_name="TokenGrant",
@@ -348,10 +336,11 @@ class TokenEndpoint(ClientEndpoint):
         },
         responses={
             200: OpenApiResponse(TokenResponseSerializer, description="A new token pair."),
-            **malformed_or_protocol_error(
+            **oauth_error(
                 "`invalid_grant` (unknown, used or expired code or refresh token; verifier or "
                 "redirect_uri mismatch), `invalid_request`, `unsupported_grant_type`, "
-                "`unauthorized_client`."
+                "`unauthorized_client`.",
+                body=MALFORMED_OR_PROTOCOL_ERROR,
             ),
             **INVALID_CLIENT,
             **TOO_LARGE,
@@ -405,14 +394,13 @@ class RevokeEndpoint(ClientEndpoint):
         description="Sent by the CLI when it disconnects. A live access or refresh token of "
         "the CLI disconnects its installation; an unknown, rotated, revoked or expired one "
         "changes nothing (another machine's connection stays). Both answer 200.",
-        tags=["oauth"],
         request={FORM: RevocationSerializer},
         responses={
             200: OpenApiResponse(
                 {"type": "array", "items": {}, "maxItems": 0},
                 description="Revoked, or unknown or already invalid (RFC 7009 §2.2): `[]`.",
             ),
-            **malformed_or_protocol_error("`invalid_request`: no `token`."),
+            **oauth_error("`invalid_request`: no `token`.", body=MALFORMED_OR_PROTOCOL_ERROR),
             **INVALID_CLIENT,
             **TOO_LARGE,
             **COMMON_ERRORS,

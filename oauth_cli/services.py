@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.models import (
     clear_expired,
@@ -59,13 +59,9 @@ def cli_application_ensure():
 
 
 def installation_ensure(*, user, application) -> Installation:
-    """The user's one installation for the client (created at consent approval)."""
-    try:
-        with transaction.atomic():
-            installation, _ = Installation.objects.get_or_create(user=user, application=application)
-    except IntegrityError:  # a concurrent approval created it first
-        installation = Installation.objects.get(user=user, application=application)
-    return installation
+    """The user's one installation for the client (created at consent approval); get_or_create
+    reads the one a concurrent approval created first."""
+    return Installation.objects.get_or_create(user=user, application=application)[0]
 
 
 def token_family_create(*, installation: Installation, family_id: uuid.UUID, code: str) -> None:

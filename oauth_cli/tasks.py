@@ -1,10 +1,6 @@
-import logging
-
 from celery import shared_task
 
 from oauth_cli.services import oauth_prune
-
-logger = logging.getLogger(__name__)
 
 
 @shared_task(name="oauth_cli.prune")

@@ -4,7 +4,6 @@ Protocol errors, wrong methods included, are `{error, error_description}` (RFC 6
 rate limits and server errors use the business envelope (docs/design.md "Errors").
 """
 
-import json
 import logging
 import secrets
 
@@ -35,6 +34,15 @@ from oauth_cli.selectors import cli_application
 
 logger = logging.getLogger(__name__)
 
+# What the consent page's answer replays of its authorization request (kept with the auth_token).
+AUTHORIZATION_REQUEST_FIELDS = (
+    "client_id",
+    "redirect_uri",
+    "state",
+    "code_challenge",
+    "code_challenge_method",
+)
+
 
 def rate_limited_response(request, endpoint: str):
     """Per client address budget on the protocol endpoints (docs/design.md); None when within it."""
@@ -46,9 +54,7 @@ def oauth_error(request, error: str, description: str, status: int = 400):
     body = {"error": error, "error_description": description}
     if "text/html" in request.headers.get("Accept", ""):
         return protected_page(request, "oauth_cli/error.html", status=status, **body)
-    response = JsonResponse(body, status=status)
-    response["Cache-Control"] = "no-store"
-    return response
+    return JsonResponse(body, status=status, headers={"Cache-Control": "no-store"})
 
 
 def method_not_allowed(request, allowed) -> HttpResponse:
@@ -116,9 +122,8 @@ def authorization_server_metadata(request):
     limited = rate_limited_response(request, "metadata")
     if limited:
         return limited
-    response = JsonResponse(discovery_document(settings.BASE_URL))
-    response["Cache-Control"] = "public, max-age=3600"
-    return response
+    document = discovery_document(settings.BASE_URL)
+    return JsonResponse(document, headers={"Cache-Control": "public, max-age=3600"})
 
 
 @method_decorator(csrf_exempt, name="dispatch")  # checked below against the `_token` field
@@ -152,13 +157,8 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         if error.state is not None:
             query["state"] = error.state
         location = with_issuer(f"{error.redirect_uri}?{query.urlencode()}", request)
-        return self._redirect(location, status=302)
-
-    def _redirect(self, location: str, status: int = 303):
-        response = HttpResponse(status=status)
-        response["Location"] = location
-        response["Referrer-Policy"] = "no-referrer"
-        response["Cache-Control"] = "no-store"
+        response = self.redirect(location, application=None)
+        response.status_code = 302  # a GET's redirect, not an answer to the consent form
         return response
 
     def redirect(self, redirect_to, application):
@@ -188,11 +188,8 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
             self.request.session,
             user_id=self.request.user.pk,
             request_data={
-                "client_id": kwargs["client_id"],
-                "redirect_uri": kwargs["redirect_uri"],
-                "state": kwargs["state"],
-                "code_challenge": kwargs.get("code_challenge", ""),
-                "code_challenge_method": kwargs.get("code_challenge_method", ""),
+                # DOT always passes client_id, redirect_uri and state; PKCE's two when sent.
+                **{name: kwargs.get(name, "") for name in AUTHORIZATION_REQUEST_FIELDS},
                 "scopes": list(kwargs["scopes"]),
             },
         )
@@ -258,14 +255,8 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         application = cli_application()
         if application is None:
             return oauth_error(request, "invalid_client", "Unknown client_id.")
-        credentials = {
-            "client_id": entry["client_id"],
-            "redirect_uri": entry["redirect_uri"],
-            "response_type": "code",
-            "state": entry["state"],
-            "code_challenge": entry["code_challenge"],
-            "code_challenge_method": entry["code_challenge_method"],
-        }
+        credentials = {"response_type": "code"}
+        credentials |= {name: entry[name] for name in AUTHORIZATION_REQUEST_FIELDS}
         # The Installation is written with the code, in its transaction (validator's
         # save_authorization_code): a refused or failed issue leaves no connection behind.
         try:
@@ -304,10 +295,7 @@ class CliTokenView(OAuthMethodNotAllowedMixin, TokenView):
         if app_authorized.has_listeners(self):  # DOT sends it with sender=self
             return super().authorization_flow_token_response(request, *args, **kwargs)
         _url, headers, body, status = self.create_token_response(request)
-        response = HttpResponse(content=body, status=status)
-        for name, value in headers.items():
-            response[name] = value
-        return response
+        return HttpResponse(content=body, status=status, headers=headers)
 
 
 class CliRevokeTokenView(OAuthMethodNotAllowedMixin, RevokeTokenView):
@@ -321,9 +309,7 @@ class CliRevokeTokenView(OAuthMethodNotAllowedMixin, RevokeTokenView):
             return limited
         response = super().post(request, *args, **kwargs)
         if response.status_code == 200:
-            ok = HttpResponse(json.dumps([]), content_type="application/json")
-            ok["Cache-Control"] = "no-store"
-            return ok
+            return JsonResponse([], safe=False, headers={"Cache-Control": "no-store"})
         if not response.get("Content-Type", "").startswith("application/json"):
             response["Content-Type"] = "application/json"
         return response

@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, viewsets
 
 from config.api.pagination import LaravelPagination
-from config.api.schema import STORE_HEADER_PARAMETER, error_responses
+from config.api.schema import error_responses
 from events.views import JournalViewSet, journal_schema
 from orders.models import Order
 from orders.selectors import order_journal_filters, orders_of_store
@@ -30,7 +30,6 @@ class InvoiceViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         summary="List invoices (v1)",
         description="The store's orders, newest first, with integer ids. API keys only "
         "(OAuth tokens get 403).",
-        parameters=[STORE_HEADER_PARAMETER],
         responses={200: InvoiceV1Serializer(many=True), **error_responses(403, 422)},
     )
 )
@@ -45,7 +44,6 @@ class InvoiceV1ViewSet(InvoiceViewSet):
         operation_id="v2_invoices_list",
         summary="List invoices",
         description="The store's orders, newest first, with string ids.",
-        parameters=[STORE_HEADER_PARAMETER],
         responses={200: InvoiceV2Serializer(many=True), **error_responses(403, 422)},
     )
 )

@@ -12,7 +12,7 @@ is explicit (`None`).
 from dataclasses import dataclass
 
 from django.core.exceptions import ImproperlyConfigured
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
@@ -21,7 +21,6 @@ from stores.models import Membership, Store
 from stores.selectors import membership_for_slug
 
 STORE_HEADER = "X-STORE"
-SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 @dataclass(frozen=True)
@@ -86,10 +85,6 @@ def resolve_store_context(request) -> StoreContext:
     return context
 
 
-def required_permission(area: str, method: str) -> str:
-    return f"{area}:read" if method in SAFE_METHODS else f"{area}:write"
-
-
 class StorePermission(BasePermission):
     """Resolves the store and requires `view.permission_area` (read for GET, else write).
 
@@ -108,7 +103,7 @@ class StorePermission(BasePermission):
         context = resolve_store_context(request)
         area = view.permission_area
         if area is not None:
-            needed = required_permission(area, request.method)
+            needed = f"{area}:{'read' if request.method in SAFE_METHODS else 'write'}"
             if needed not in context.effective_abilities:
                 raise Forbidden(f"This credential and role do not allow '{needed}'.")
         request.store = context.store

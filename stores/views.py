@@ -12,12 +12,7 @@ from accounts.abilities import ACCOUNT_READ, ROLE_PERMISSIONS, STORES_CREATE
 from accounts.permissions import HasAbility
 from config.api.idempotency import idempotent
 from config.api.pagination import WholeListPagination
-from config.api.schema import (
-    STORE_HEADER_PARAMETER,
-    data_envelope,
-    error_responses,
-    response_example,
-)
+from config.api.schema import data_envelope, error_responses, response_example
 from stores.access import StorePermission, resolve_store_context
 from stores.models import Store
 from stores.selectors import stores_accessible
@@ -115,7 +110,6 @@ class PermissionsViewSet(viewsets.GenericViewSet):
     @extend_schema(
         operation_id="permissions_retrieve",
         summary="What the credential may do in the selected store",
-        parameters=[STORE_HEADER_PARAMETER],
         responses={
             200: data_envelope("PermissionsResponse", PermissionsSerializer),
             **error_responses(403),

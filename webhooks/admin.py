@@ -7,8 +7,8 @@ from django.urls import reverse
 from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
-from config.admin_filters import StoreSlugFilter
-from config.api.errors import ApiError, RateLimited
+from config.admin_filters import NoAddAdminMixin, StoreSlugFilter
+from config.api.errors import ApiError
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
 from webhooks.services import (
@@ -19,7 +19,8 @@ from webhooks.services import (
 
 
 @admin.register(WebhookDestination)
-class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
+class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.ModelAdmin):
+    # Not added here: PUT /api/v2/webhook-destination creates it, validating the URL (SSRF).
     list_display = [
         "store",
         "destination",
@@ -65,10 +66,6 @@ class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
     def previous_signing_secret(self, destination: WebhookDestination) -> str:
         return mask_credential(destination.previous_secret) or "-"
 
-    def has_add_permission(self, request):
-        # Created through PUT /api/v2/webhook-destination, which validates the URL (SSRF).
-        return False
-
     @admin.action(description="Enable the selected destinations", permissions=["change"])
     def enable(self, request, queryset):
         for destination in queryset:
@@ -96,7 +93,7 @@ class WebhookDestinationAdmin(SecretLookupsRefused, admin.ModelAdmin):
         )
 
 
-class WebhookDeliveryAttemptInline(admin.TabularInline):
+class WebhookDeliveryAttemptInline(NoAddAdminMixin, admin.TabularInline):
     model = WebhookDeliveryAttempt
     extra = 0
     can_delete = False
@@ -110,9 +107,6 @@ class WebhookDeliveryAttemptInline(admin.TabularInline):
         "error",
     ]
 
-    def has_add_permission(self, request, obj=None):
-        return False
-
     @admin.display(description="destination")
     def destination(self, attempt: WebhookDeliveryAttempt) -> str:
         # The origin, as for the destination itself (WebhookDestinationAdmin.destination).
@@ -120,7 +114,7 @@ class WebhookDeliveryAttemptInline(admin.TabularInline):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(admin.ModelAdmin):
+class WebhookDeliveryAdmin(NoAddAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "store",
@@ -140,9 +134,6 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     inlines = [WebhookDeliveryAttemptInline]
     actions = ["replay"]
 
-    def has_add_permission(self, request):
-        return False
-
     def has_replay_permission(self, request):
         # A replay adds a delivery; the add form itself stays off (deliveries come from events).
         codename = get_permission_codename("add", self.opts)
@@ -155,14 +146,10 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         for delivery in queryset.select_related("store"):
             try:
                 new = delivery_replay(store=delivery.store, delivery_id=delivery.pk)
-            except RateLimited as error:
-                # The store's replay cap (services.delivery_replay) binds the admin too.
-                self.message_user(
-                    request,
-                    f"{delivery.pk}: {error.message} (retry after {error.retry_after} s)",
-                    messages.ERROR,
-                )
             except ApiError as error:
-                self.message_user(request, f"{delivery.pk}: {error.message}", messages.ERROR)
+                # The store's replay cap (services.delivery_replay) binds the admin too.
+                retry_after = getattr(error, "retry_after", None)  # RateLimited's
+                wait = f" (retry after {retry_after} s)" if retry_after else ""
+                self.message_user(request, f"{delivery.pk}: {error.message}{wait}", messages.ERROR)
             else:
                 self.message_user(request, f"{delivery.pk} replayed as {new.pk}.")

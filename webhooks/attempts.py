@@ -288,19 +288,15 @@ ATTEMPT_OUTCOME_COLUMNS = (
     "response_body",
     "error",
 )
-OUTCOME_RECORD_SQL = """
+OUTCOME_RECORD_SQL = f"""
 WITH moved AS (
-    UPDATE webhooks_webhookdelivery
-    SET status = %s, response_status = %s, response_body = %s, next_attempt_at = %s,
-        enqueued_at = %s, lease_until = %s, lease_token = %s, updated_at = %s
+    UPDATE webhooks_webhookdelivery SET {", ".join(f"{c} = %s" for c in DELIVERY_OUTCOME_COLUMNS)}
     WHERE id = %s AND lease_token = %s
     RETURNING id
 )
-INSERT INTO webhooks_webhookdeliveryattempt
-    (delivery_id, number, url, started_at, finished_at, duration_ms, response_status,
-     response_body, error)
-SELECT moved.id, %s, %s, %s, %s, %s, %s, %s, %s FROM moved
-"""
+INSERT INTO webhooks_webhookdeliveryattempt (delivery_id, {", ".join(ATTEMPT_OUTCOME_COLUMNS)})
+SELECT moved.id, {", ".join(["%s"] * len(ATTEMPT_OUTCOME_COLUMNS))} FROM moved
+"""  # noqa: S608 (fixed column names; values are parameters)
 OUTCOME_RECORD_STATEMENT = PreparedStatement("storefront_delivery_outcome", OUTCOME_RECORD_SQL)
 
 

@@ -3,27 +3,16 @@ those parameters: DjangoFilterBackend applies them and drf-spectacular derives t
 Bad values are a 422 naming the parameter."""
 
 import django_filters
-from django import forms
 from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 
+from config.api.filters import NonEmptyParametersForm
 from config.api.pagination import counted_by
 from events.registry import EVENT_TYPES
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import delivery_total
 
 EVENT_ID_PATTERN = r"^evt_[0-9A-HJKMNP-TV-Z]{26}$"
-
-
-class NonEmptyParametersForm(forms.Form):
-    """django-filter reads `?status=` as "no filter"; the schema says "" is not a value of
-    any of these parameters, so a parameter sent empty is refused instead."""
-
-    def clean(self):
-        for name in self.fields:
-            if self.data.get(name) == "":
-                self.add_error(name, "must not be empty")
-        return super().clean()
 
 
 # drf-spectacular reads a CharFilter as any string; the override states the pattern (and, as

@@ -157,7 +157,7 @@ class WebhookDeliveryTotal(models.Model):
 
     Maintained by PostgreSQL triggers on webhooks_webhookdelivery in the writer's transaction
     (DELIVERY_TOTALS, migration 0005); no code writes it but `manage.py recount_lists`. No row
-    means the store has no deliveries. Not maintained on SQLite (`make run`).
+    means the store has no deliveries.
     """
 
     store = models.OneToOneField(

@@ -29,7 +29,7 @@ from config.celery import app
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
-from webhooks.selectors import delivery_get
+from webhooks.selectors import delivery_get, destination_get
 
 logger = logging.getLogger(__name__)
 
@@ -115,9 +115,7 @@ def _pending_deliveries_disable(*, destination_id, now) -> None:
 
 def destination_delete(*, store) -> None:
     with transaction.atomic():
-        destination = WebhookDestination.objects.filter(store=store).first()
-        if destination is None:
-            raise NotFound("This store has no webhook destination.")
+        destination = destination_get(store=store)
         _pending_deliveries_disable(destination_id=destination.pk, now=timezone.now())
         # Its send slots (a send still holding one just finds nothing to give back).
         WebhookSendSlot.objects.filter(

@@ -24,12 +24,7 @@ from config.api.errors import Conflict
 from config.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import (
-    STORE_HEADER_PARAMETER,
-    data_envelope,
-    error_responses,
-    response_example,
-)
+from config.api.schema import data_envelope, error_responses, response_example
 from stores.access import StorePermission, resolve_store_context
 from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
@@ -130,10 +125,11 @@ def idempotent_secret_shown_once(**idempotent_options):
     return decorator
 
 
-def _destination_data(serializer_class, destination, request) -> dict:
+def _destination_response(serializer_class, destination, request, code=200) -> Response:
     # The full URL only for who may change it (DestinationUrlReadField).
     url_in_full = "webhook:write" in resolve_store_context(request).effective_abilities
-    return serializer_class(destination, context={"url_in_full": url_in_full}).data
+    body = serializer_class(destination, context={"url_in_full": url_in_full}).data
+    return Response({"data": body}, status=code)
 
 
 class WebhookAreaMixin:
@@ -141,7 +137,6 @@ class WebhookAreaMixin:
     permission_area = "webhook"
 
 
-@extend_schema(parameters=[STORE_HEADER_PARAMETER])
 class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     # The store's one destination, served at the prefix itself (config/api/routers.py).
     singleton = True
@@ -159,9 +154,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     )
     def retrieve(self, request):
         destination = destination_get(store=request.store)
-        return Response(
-            {"data": _destination_data(WebhookDestinationSerializer, destination, request)}
-        )
+        return _destination_response(WebhookDestinationSerializer, destination, request)
 
     @extend_schema(
         operation_id="webhook_destination_put",
@@ -196,10 +189,9 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
         payload.is_valid(raise_exception=True)
         destination, created = destination_put(store=request.store, **payload.validated_data)
         if created:
-            body = _destination_data(WebhookDestinationWithSecretSerializer, destination, request)
-            return Response({"data": body}, status=status.HTTP_201_CREATED)
-        body = _destination_data(WebhookDestinationSerializer, destination, request)
-        return Response({"data": body})
+            serializer = WebhookDestinationWithSecretSerializer
+            return _destination_response(serializer, destination, request, code=201)
+        return _destination_response(WebhookDestinationSerializer, destination, request)
 
     @extend_schema(
         operation_id="webhook_destination_delete",
@@ -239,11 +231,10 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     @action(detail=False, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request):
         destination = destination_secret_rotate(store=request.store)
-        body = _destination_data(WebhookDestinationWithSecretSerializer, destination, request)
-        return Response({"data": body})
+        serializer = WebhookDestinationWithSecretSerializer
+        return _destination_response(serializer, destination, request)
 
 
-@extend_schema(parameters=[STORE_HEADER_PARAMETER])
 class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     serializer_class = WebhookEventTypeListSerializer
     pagination_class = None
@@ -259,7 +250,6 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         return Response(self.get_serializer({"data": event_types_list()}).data)
 
 
-@extend_schema(parameters=[STORE_HEADER_PARAMETER])
 @extend_schema_view(
     list=extend_schema(
         operation_id="webhook_deliveries_list",

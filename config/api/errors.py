@@ -250,16 +250,12 @@ def _from_drf(exc: drf_exceptions.APIException) -> ApiError:
         return NotFound()
     if isinstance(exc, drf_exceptions.Throttled):
         return RateLimited(exc.wait or 1, credential_budget=True)
-    simple = {
-        drf_exceptions.MethodNotAllowed: "method_not_allowed",
-        drf_exceptions.NotAcceptable: "not_acceptable",
-        drf_exceptions.UnsupportedMediaType: "unsupported_media_type",
-    }
-    for klass, code in simple.items():
-        if isinstance(exc, klass):
-            err = ApiError(str(detail))
-            err.code = code
-            return err
+    if exc.default_code in ERROR_CODES:
+        # DRF's codes that are ours too: method_not_allowed, not_acceptable,
+        # unsupported_media_type.
+        error = ApiError(str(detail))
+        error.code = exc.default_code
+        return error
     if 400 <= exc.status_code < 500:
         return BadRequest(str(detail))
     return ApiError()
@@ -321,7 +317,4 @@ def json_error(
 ) -> JsonResponse:
     """The envelope outside DRF views (Django 404/500 handlers, middleware)."""
     body = error_body(code, request, message, param)
-    response = JsonResponse(body, status=ERROR_CODES[code].status)
-    for name, value in (headers or {}).items():
-        response[name] = value
-    return response
+    return JsonResponse(body, status=ERROR_CODES[code].status, headers=headers)

@@ -27,22 +27,22 @@ HEADER = "Idempotency-Key"
 # Printable ASCII, as HTTP header values travel reliably; the schema states the same pattern.
 KEY_PATTERN_SOURCE = r"^[\x20-\x7e]+$"
 KEY_PATTERN = re.compile(KEY_PATTERN_SOURCE)
+# The longest key (the column's length).
+KEY_MAX_LENGTH = IdempotencyKey._meta.get_field("key").max_length
 # A claim left in flight this long belongs to a request that died; it may be taken over.
 ABANDONED_AFTER = timedelta(minutes=5)
 
 
-def idempotency_key_from(
-    request, *, required: bool, min_length: int, max_length: int = 255
-) -> str | None:
+def idempotency_key_from(request, *, required: bool, min_length: int) -> str | None:
     key = request.headers.get(HEADER)
     # A header sent empty is a key that breaks the length rule, not an absent one (422).
     if key is None:
         if required:
             raise ValidationFailed.field(HEADER, "is required")
         return None
-    if not (min_length <= len(key) <= max_length) or not KEY_PATTERN.fullmatch(key):
+    if not (min_length <= len(key) <= KEY_MAX_LENGTH) or not KEY_PATTERN.fullmatch(key):
         raise ValidationFailed.field(
-            HEADER, f"must be {min_length} to {max_length} printable ASCII characters"
+            HEADER, f"must be {min_length} to {KEY_MAX_LENGTH} printable ASCII characters"
         )
     return key
 
@@ -141,7 +141,6 @@ def idempotent(
     replayed_statuses: Iterable[int],
     required: bool = False,
     min_length: int = 1,
-    max_length: int = 255,
 ):
     """Makes a ViewSet action idempotent under `Idempotency-Key` and declares it in the schema.
 
@@ -153,9 +152,7 @@ def idempotent(
     def decorator(action):
         @functools.wraps(action)
         def wrapper(self, request, *args, **kwargs):
-            key = idempotency_key_from(
-                request, required=required, min_length=min_length, max_length=max_length
-            )
+            key = idempotency_key_from(request, required=required, min_length=min_length)
             store = getattr(request, "store", None)
             return idempotent_response(
                 request,
@@ -167,9 +164,7 @@ def idempotent(
 
         return extend_schema(
             parameters=[
-                idempotency_key_parameter(
-                    required=required, min_length=min_length, max_length=max_length
-                ),
+                idempotency_key_parameter(required=required, min_length=min_length),
                 idempotent_replayed_header(replayed_statuses),
             ]
         )(wrapper)
@@ -197,19 +192,19 @@ def idempotent_replayed_header(statuses) -> OpenApiParameter:
     )
 
 
-def idempotency_key_parameter(*, required: bool, min_length: int, max_length: int = 255):
+def idempotency_key_parameter(*, required: bool, min_length: int):
     """The Idempotency-Key header as `idempotency_key_from` checks it."""
     return OpenApiParameter(
         "Idempotency-Key",
         {
             "type": "string",
             "minLength": min_length,
-            "maxLength": max_length,
+            "maxLength": KEY_MAX_LENGTH,
             "pattern": KEY_PATTERN_SOURCE,
         },
         OpenApiParameter.HEADER,
         required=required,
-        description=f"{min_length} to {max_length} printable ASCII characters; reuse it only "
+        description=f"{min_length} to {KEY_MAX_LENGTH} printable ASCII characters; reuse it only "
         "to retry the identical request (24 hours). A replay answers the stored response "
         "with `Idempotent-Replayed: true`.",
     )

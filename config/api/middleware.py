@@ -6,15 +6,12 @@ from io import BytesIO
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
+from django.utils.deprecation import MiddlewareMixin
 from django_guid import clear_guid, set_guid
 from django_guid.log_filters import CorrelationId
 
 # One INFO line per request (RequestIdMiddleware), stamped with its request id.
 access_logger = logging.getLogger("storefront.requests")
-
-
-def new_request_id() -> str:
-    return "req_" + secrets.token_urlsafe(18)
 
 
 class RequestIdMiddleware:
@@ -30,7 +27,7 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        request.request_id = new_request_id()
+        request.request_id = "req_" + secrets.token_urlsafe(18)
         set_guid(request.request_id)
         started = time.perf_counter()
         try:
@@ -43,7 +40,7 @@ class RequestIdMiddleware:
         return response
 
 
-class RequestBodyLimitMiddleware:
+class RequestBodyLimitMiddleware(MiddlewareMixin):
     """413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB), before anything reads it.
 
     Django enforces the limit only where the body is read (request.body, request.POST), by
@@ -59,14 +56,11 @@ class RequestBodyLimitMiddleware:
     one byte past the limit, and handed to Django with its real length.
     """
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
+    def process_request(self, request):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if limit is not None and _body_length(request, limit) > limit:
             return body_too_large(request, limit)
-        return self.get_response(request)
+        return None
 
 
 def _body_length(request, limit: int) -> int:
@@ -90,20 +84,15 @@ def body_too_large(request, limit: int):
     # Imported here: this module is imported by the logging setup, before the apps are ready.
     from django.http import JsonResponse
 
-    from config.api.errors import json_error
-    from config.api.views import answers_json, html_error, is_oauth_protocol_path
+    from config.api.views import error_response, is_oauth_protocol_path
 
     message = f"The request body exceeds the limit of {limit} bytes."
     if is_oauth_protocol_path(request):
         # RFC 6749 §5.2's object: the envelope is for rate limits and server errors only there
         # (docs/design.md "Errors").
         body = {"error": "invalid_request", "error_description": message}
-        response = JsonResponse(body, status=413)
-        response["Cache-Control"] = "no-store"
-        return response
-    if answers_json(request):
-        return json_error(request, "request_too_large", message, param="body")
-    return html_error(request, 413)
+        return JsonResponse(body, status=413, headers={"Cache-Control": "no-store"})
+    return error_response(request, "request_too_large", message, param="body")
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
@@ -161,14 +150,10 @@ class RequestIdLogFilter(CorrelationId):
         return True
 
 
-class RateLimitHeadersMiddleware:
+class RateLimitHeadersMiddleware(MiddlewareMixin):
     """Copies the rate-limit state the throttle left on the request into X-RateLimit-* headers."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+    def process_response(self, request, response):
         state = getattr(request, "rate_limit_state", None)
         # A 429 of another limit carries only Retry-After (config.api.errors.RateLimited).
         if state is not None and not getattr(response, "omit_rate_limit_headers", False):
@@ -178,7 +163,7 @@ class RateLimitHeadersMiddleware:
         return response
 
 
-class AllowHeaderMiddleware:
+class AllowHeaderMiddleware(MiddlewareMixin):
     """`Allow` names only the methods a DRF view serves (RFC 9110 §10.2.1).
 
     DRF lists OPTIONS for every APIView (the class has an options() method), also on the 405
@@ -186,11 +171,7 @@ class AllowHeaderMiddleware:
     the header would advertise the very method it refuses. One place for every view.
     """
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+    def process_response(self, request, response):
         if getattr(request, "_options_not_served", False) and response.has_header("Allow"):
             methods = [m.strip() for m in response["Allow"].split(",")]
             response["Allow"] = ", ".join(m for m in methods if m and m.upper() != "OPTIONS")

@@ -54,11 +54,12 @@ RATE_LIMIT_RESPONSE_HEADERS = [
 
 class StorefrontAutoSchema(AutoSchema):
     """DEFAULT_SCHEMA_CLASS: declares the headers every 429 carries on every operation that
-    lists a 429 (all of them, through `error_responses`), and the 413 of operations with a
-    body."""
+    lists a 429 (all of them, through `error_responses`), the 413 of operations with a body,
+    and X-STORE on store-scoped views (a `permission_area`: stores.access.StorePermission)."""
 
     def get_override_parameters(self):
-        return [*super().get_override_parameters(), *RATE_LIMIT_RESPONSE_HEADERS]
+        store = [STORE_HEADER_PARAMETER] if hasattr(self.view, "permission_area") else []
+        return [*super().get_override_parameters(), *store, *RATE_LIMIT_RESPONSE_HEADERS]
 
     def _get_response_bodies(self, direction="response"):
         """Operations that take a body also answer 413 (config.api.middleware, a body over

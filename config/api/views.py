@@ -1,6 +1,5 @@
 import contextlib
 import functools
-import logging
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
@@ -12,8 +11,6 @@ from django.views.decorators.csrf import csrf_exempt
 from config import health
 from config.api.errors import ERROR_CODES, json_error, request_id_of
 from config.api.ratelimit import address_rate_limited
-
-logger = logging.getLogger(__name__)
 
 
 def require_get(view):
@@ -53,49 +50,43 @@ def answers_json(request) -> bool:
     return path == "/api" or path.startswith("/api/") or is_oauth_protocol_path(request)
 
 
-def html_error(request, status: int, message: str = "") -> HttpResponse:
+def error_response(
+    request, code: str, message: str | None = None, page_message: str = "", param=None
+):
+    """The envelope where errors are JSON (answers_json), else the HTML page of its status."""
+    if answers_json(request):
+        return json_error(request, code, message, param)
     # Rendered without the request (no context processors), as Django's own server_error
     # page is: the error page must not fail for the reason the request did.
-    body = loader.render_to_string(
-        f"{status}.html", {"request_id": request_id_of(request), "message": message}
-    )
-    return HttpResponse(body, status=status)
+    status_code = ERROR_CODES[code].status
+    context = {"request_id": request_id_of(request), "message": page_message}
+    page = loader.render_to_string(f"{status_code}.html", context)
+    return HttpResponse(page, status=status_code)
 
 
-@csrf_exempt
-def not_found(request, exception=None):
-    if answers_json(request):
-        return json_error(request, "resource_not_found", "No such endpoint or resource.")
-    return html_error(request, 404)
+def _error_handler(code: str, message: str | None = None):
+    """A Django error handler (handler400 ... handler500 in config/urls.py)."""
+
+    def handler(request, exception=None):
+        return error_response(request, code, message)
+
+    return handler
+
+
+not_found = csrf_exempt(_error_handler("resource_not_found", "No such endpoint or resource."))
+bad_request = _error_handler("bad_request")
+permission_denied = _error_handler("forbidden")
+server_error = _error_handler("api_error")
 
 
 def csrf_failure(request, reason=""):
-    if answers_json(request):
-        return json_error(request, "forbidden", f"CSRF verification failed: {reason}")
-    return html_error(
+    return error_response(
         request,
-        403,
+        "forbidden",
+        f"CSRF verification failed: {reason}",
         "The form could not be verified (CSRF). Reload the page, with cookies enabled, and "
         "submit it again.",
     )
-
-
-def server_error(request):
-    if answers_json(request):
-        return json_error(request, "api_error")
-    return html_error(request, 500)
-
-
-def bad_request(request, exception=None):
-    if answers_json(request):
-        return json_error(request, "bad_request")
-    return html_error(request, 400)
-
-
-def permission_denied(request, exception=None):
-    if answers_json(request):
-        return json_error(request, "forbidden")
-    return html_error(request, 403)
 
 
 @require_get

@@ -37,20 +37,14 @@ def scrape_allowed(request) -> bool:
     return any(address in network for network in settings.METRICS_ALLOWED_NETWORKS)
 
 
-class _ThisProcess:
-    """The default registry's collectors (this process's metrics) inside another registry."""
-
-    def collect(self):
-        yield from REGISTRY.collect()
-
-
 def metrics_registry() -> CollectorRegistry:
     """Every process's counters (multiprocess mode) or this process's, plus SCRAPE_COLLECTORS."""
     registry = CollectorRegistry(auto_describe=False)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(registry)
     else:
-        registry.register(_ThisProcess())
+        # The default registry (this process's metrics) is a collector too: it has collect().
+        registry.register(REGISTRY)
     registry.register(HealthCollector())
     for collector in SCRAPE_COLLECTORS:
         registry.register(collector)
