@@ -58,6 +58,19 @@ def cache_cleared():
 
 
 @pytest.fixture(autouse=True)
+def _fresh_health_checks(settings, monkeypatch):
+    """Every probe (/readyz, /status, the health gauge of /metrics) runs its checks (tests
+    stop and start dependencies between two probes, and a scrape's queries are counted), and
+    each test starts with no check known to be failing; tests that poll /status until a worker
+    answers are not stopped by the probe limit. Tests of the shared results and of the limit
+    set their setting themselves."""
+    settings.HEALTH_CHECK_RESULT_SECONDS = 0
+    settings.HEALTH_RATE_LIMIT_PER_MINUTE = 1_000_000
+    monkeypatch.setattr(health, "_runs", {})
+    monkeypatch.setattr(health, "_failing", {})
+
+
+@pytest.fixture(autouse=True)
 def _started_long_ago(monkeypatch):
     """/status as a long-running process answers it: past its `starting` window."""
     monkeypatch.setattr(health, "started_at", 0.0)
