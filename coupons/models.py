@@ -25,18 +25,25 @@ class CouponQuerySet(models.QuerySet):
     @property
     def query(self):
         if self._unbuilt:
-            conditions, self._unbuilt = self._unbuilt, {}
-            self._filter_or_exclude_inplace(False, (), conditions)
+            # Built on a copy, then swapped in: a queryset may be shared between threads, and
+            # none may see it without its conditions.
+            query = self._query.chain()
+            query.add_q(Q(**self._unbuilt))
+            self._query, self._unbuilt = query, {}
         return super().query
 
     @query.setter
     def query(self, value):
+        self._unbuilt = {}
         models.QuerySet.query.fset(self, value)
 
     def _clone(self):
-        conditions, self._unbuilt = self._unbuilt, {}  # the clone keeps them unbuilt too
-        clone = super()._clone()
-        self._unbuilt = clone._unbuilt = conditions
+        # Django's _clone reads `query`, which would build them: it clones a copy without
+        # them, and the clone gets them unbuilt.
+        bare = object.__new__(type(self))
+        bare.__dict__ = {**self.__dict__, "_unbuilt": {}}
+        clone = super(CouponQuerySet, bare)._clone()
+        clone._unbuilt = self._unbuilt
         return clone
 
     def _filter_later(self, **conditions) -> "CouponQuerySet":

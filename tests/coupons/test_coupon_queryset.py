@@ -37,6 +37,15 @@ def test_each_condition_and_their_combinations_list_what_filter_lists(coupons, s
     assert names(coupons, everything.of_store(store).live()) == ["live"]
     assert names(coupons, everything.live().of_store(store).deleted()) == []
     assert names(coupons, everything.of_store(store).deleted().all()) == ["deleted"]
+    assert names(coupons, store.coupons.live()) == ["live"]  # Django defers the store's filter
+
+
+def test_a_clone_leaves_its_source_as_it_was(coupons, store):
+    # The conditions are handed to the clone unbuilt; the source keeps them too (a view's
+    # class-level queryset is cloned by every request).
+    shared = Coupon.objects.of_store(store).live()
+    clones = [shared.all(), shared.order_by("-id"), shared.filter(code="LIVE")]
+    assert [names(coupons, qs) for qs in [shared, *clones]] == [["live"]] * 4
 
 
 def test_what_follows_keeps_the_conditions(coupons, store, other_store):
