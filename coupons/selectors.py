@@ -48,9 +48,7 @@ COUPON_COLUMNS = ", ".join(
 )
 # A deferred join: the page's ids first, then only those rows' columns; the rows OFFSET
 # skips are not read whole (the last page at 1M coupons: 165 -> 108 ms,
-# docs/benchmarks/coupons-growth.md). `= ANY(ARRAY(...))` rather than `IN (...)`: the ids are
-# one array read by the primary key, where IN let PostgreSQL hash-join a scan of every coupon
-# (0.11-0.25 ms against 0.04 ms for a page of 15 of 1,000, docs/benchmarks/coupons.md).
+# docs/benchmarks/coupons-growth.md).
 COUPON_TOTAL_SQL = {
     trashed: f"COALESCE((SELECT {total} FROM {CouponTotal._meta.db_table} "  # noqa: S608
     "WHERE store_id = %(store)s), 0)"
@@ -58,9 +56,9 @@ COUPON_TOTAL_SQL = {
 }
 COUPON_PAGE_SQL = {
     trashed: f"SELECT {COUPON_COLUMNS}, {COUPON_TOTAL_SQL[trashed]} "  # noqa: S608
-    f"FROM {Coupon._meta.db_table} WHERE id = ANY(ARRAY("
+    f"FROM {Coupon._meta.db_table} WHERE id IN ("
     f"SELECT id FROM {Coupon._meta.db_table} WHERE store_id = %(store)s {condition} "
-    "ORDER BY id LIMIT %(limit)s OFFSET %(offset)s)) ORDER BY id"
+    "ORDER BY id LIMIT %(limit)s OFFSET %(offset)s) ORDER BY id"
     for trashed, (condition, _) in LISTINGS.items()
 }
 # Prepared once per database session (config/db.py): planning was half of the statement's
