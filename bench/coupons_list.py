@@ -89,6 +89,34 @@ def run_timing_in(repo: Path, script: str, *args: str) -> dict[str, float]:
     }
 
 
+# For a timing script: CPU seconds per request of this process plus its PostgreSQL backend
+# (the database's work counts, the time waiting for a shared CPU does not). Needs a database
+# connection kept between requests (the bench settings' DATABASE_CONN_MAX_AGE).
+CPU_PER_REQUEST = """
+import time
+from django.db import connection
+
+
+def backend_cpu():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    with open(f"/proc/{pid}/schedstat") as schedstat:  # first field: ns on a CPU
+        return pid, int(schedstat.read().split()[0]) / 1e9
+
+
+def cpu_per_request(get, number):
+    pid, backend_before = backend_cpu()
+    started = time.process_time()
+    for _ in range(number):
+        get()
+    used = time.process_time() - started
+    pid_after, backend_after = backend_cpu()
+    assert pid_after == pid, "the database connection changed: set DATABASE_CONN_MAX_AGE"
+    return (used + backend_after - backend_before) / number
+"""
+
+
 SEED = """
 import django
 django.setup()

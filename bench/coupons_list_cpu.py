@@ -10,14 +10,24 @@ and Redis) is far steadier. Run under bin/with-test-services:
 
 Each round times every request in a fresh process, the requests in alternating order (ours
 before the peer's, then after); each checkout is timed in its own process, alternating too.
-The tables give the median over `--rounds` of each process's best time per request.
+The tables give the median over `--rounds` of each process's best time per request. With
+`--cpu` the time is CPU time, of the Django process and of its PostgreSQL backend: under load
+from other processes, wall time swings more than the differences measured here.
 """
 
 import argparse
 import statistics
 from pathlib import Path
 
-from coupons_list import PEER_PATH, PEER_TARGETS, REPO, bench_environment, run_timing_in, seed
+from coupons_list import (
+    CPU_PER_REQUEST,
+    PEER_PATH,
+    PEER_TARGETS,
+    REPO,
+    bench_environment,
+    run_timing_in,
+    seed,
+)
 
 TIMING = """
 import sys, timeit
@@ -28,9 +38,12 @@ client = Client(HTTP_HOST="127.0.0.1")
 headers = {"ours": "Bearer " + sys.argv[1], "peer": "Token " + sys.argv[2]}
 for label, url, credential in URLS:
     auth = {"HTTP_AUTHORIZATION": headers[credential]}
-    assert client.get(url, **auth).status_code == 200
-    best = min(timeit.repeat(lambda: client.get(url, **auth), number=20, repeat=15)) / 20
-    print(label, best)
+    get = lambda: client.get(url, **auth)
+    assert get().status_code == 200
+    if CPU:
+        print(label, min(cpu_per_request(get, 20) for _ in range(15)))
+    else:
+        print(label, min(timeit.repeat(get, number=20, repeat=15)) / 20)
 """
 # The shared API layer alone (auth + throttle + store permission), then the list at two sizes
 # beside the peer's.
@@ -43,8 +56,9 @@ URLS = [
 ]
 
 
-def time_checkout(repo: Path, key: str, token: str, urls: list) -> dict[str, float]:
-    return run_timing_in(repo, f"URLS = {urls!r}\n{TIMING}", key, token)
+def time_checkout(repo: Path, key: str, token: str, urls: list, cpu: bool) -> dict[str, float]:
+    script = f"URLS = {urls!r}\nCPU = {cpu}\n{CPU_PER_REQUEST}\n{TIMING}"
+    return run_timing_in(repo, script, key, token)
 
 
 def main() -> None:
@@ -52,6 +66,11 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, help="a checkout of the code before a change")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--coupons", type=int, default=1_000)
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="CPU time of the Django process and its PostgreSQL backend instead of wall time",
+    )
     args = parser.parse_args()
     key, token = seed(bench_environment(), args.coupons)
     checkouts = {"after": REPO}
@@ -65,8 +84,11 @@ def main() -> None:
         for name in names:
             # An older checkout has no peer view: time only our requests there.
             wanted = urls if name == "after" else [u for u in urls if u[2] == "ours"]
-            best[name].append(time_checkout(checkouts[name], key, token, wanted))
-    print(f"{args.coupons} coupons; median over {args.rounds} rounds of best-of-15 x 20\n")
+            best[name].append(time_checkout(checkouts[name], key, token, wanted, args.cpu))
+    measure = "CPU time (Django + PostgreSQL backend)" if args.cpu else "wall time"
+    print(
+        f"{args.coupons} coupons; {measure}, median over {args.rounds} rounds of best-of-15 x 20\n"
+    )
     print("| request | ms (median) | per round (ms) |")
     print("|---|---|---|")
     for label, _url, _credential in URLS:

@@ -109,7 +109,7 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request store
             return self.queryset.none()
-        return self.queryset.filter(store=self.request.store)
+        return self.queryset.of_store(self.request.store)
 
     def get_object(self) -> Coupon:
         return coupon_get(store=self.request.store, coupon_id=int(self.kwargs["id"]))

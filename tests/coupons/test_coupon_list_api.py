@@ -1,6 +1,7 @@
 """GET /api/v1/coupons: trashed filters, the shared Laravel pagination, id order, and a
 query count that does not grow with the page size."""
 
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
@@ -236,3 +237,15 @@ def test_plain_sql_page_matches_the_queryset(trashed, store, other_store):
             CouponSerializer(c).data for c in expected
         ]
         assert page_total == total
+
+
+def test_plain_sql_rows_carry_the_models_values(store):
+    # The page's statement loads timestamps with psycopg's own loader, not Django's: the same
+    # aware datetimes as the model's, to the microsecond, for set and unset ones alike.
+    CouponFactory(store=store, expires_at=timezone.now() + timedelta(days=3))
+    CouponFactory(store=store, deleted_at=timezone.now(), expires_at=None)
+    for trashed in (TRASHED_WITHOUT, TRASHED_ONLY):
+        (row,), _ = coupon_page(store=store, trashed=trashed, offset=0, limit=5)
+        model = Coupon.objects.get(pk=row.id)
+        assert row == tuple(getattr(model, name) for name in row._fields)
+        assert row.created_at.utcoffset() == timedelta(0)
