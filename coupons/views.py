@@ -13,12 +13,7 @@ from rest_framework.viewsets import GenericViewSet
 
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import (
-    STORE_HEADER_PARAMETER,
-    RequiredBodySchema,
-    error_responses,
-    response_example,
-)
+from config.api.schema import RequiredBodySchema, error_responses, response_example
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
 from coupons.selectors import coupon_get
@@ -38,7 +33,6 @@ from stores.access import ApiKeyOnly, StorePermission
 COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
 
 
-@extend_schema(parameters=[STORE_HEADER_PARAMETER])
 @extend_schema_view(
     list=extend_schema(
         operation_id="coupons_list",
