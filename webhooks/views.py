@@ -237,7 +237,6 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
 
 class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     serializer_class = WebhookEventTypeListSerializer
-    pagination_class = None
 
     @extend_schema(
         operation_id="webhook_event_types_list",
