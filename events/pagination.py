@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from config.api.pagination import object_schema, parse_int_param
+from config.api.pagination import object_schema, parse_int_param, query_parameter
 from events.cursors import CURSOR_MAX_LENGTH, cursor_decode, cursor_encode
 from events.selectors import journal_page
 
@@ -76,14 +76,14 @@ class JournalPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view):
         return [
-            _optional_query_parameter(
+            query_parameter(
                 "cursor",
                 {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
                 "`meta.next_cursor` of the previous page; omit to start at the oldest retained "
                 "event. Bound to the store and the exact filter set (400 if altered, 409 if "
                 "reused elsewhere, 410 if retention deleted events after it).",
             ),
-            _optional_query_parameter(
+            query_parameter(
                 "limit",
                 {
                     "type": "integer",
@@ -95,16 +95,6 @@ class JournalPagination(BasePagination):
                 "otherwise 422.",
             ),
         ]
-
-
-def _optional_query_parameter(name: str, schema: dict, description: str) -> dict:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": description,
-        "schema": schema,
-    }
 
 
 def _restart_url(request) -> str:

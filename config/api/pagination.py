@@ -81,6 +81,17 @@ def _page_range_elements(current: int, last: int) -> list:
     ]
 
 
+def query_parameter(name: str, schema: dict, description: str) -> dict:
+    """An optional query parameter, as a paginator declares its own in the schema."""
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
 def object_schema(**properties) -> dict:
     """The schema of an object whose every property is required."""
     return {"type": "object", "required": list(properties), "properties": properties}
@@ -235,25 +246,21 @@ class LaravelPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view):
         return [
-            {
-                "name": "limit",
-                "in": "query",
-                "required": False,
-                "description": "Items per page, 1 to 100 (default 15).",
-                "schema": {
+            query_parameter(
+                "limit",
+                {
                     "type": "integer",
                     "minimum": 1,
                     "maximum": self.max_limit,
                     "default": self.default_limit,
                 },
-            },
-            {
-                "name": "page",
-                "in": "query",
-                "required": False,
-                "description": "Page number, starting at 1.",
-                "schema": {"type": "integer", "minimum": 1, "default": 1},
-            },
+                "Items per page, 1 to 100 (default 15).",
+            ),
+            query_parameter(
+                "page",
+                {"type": "integer", "minimum": 1, "default": 1},
+                "Page number, starting at 1.",
+            ),
         ]
 
 
