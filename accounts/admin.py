@@ -134,14 +134,9 @@ class ApiKeyAdmin(SecretLookupsRefused, admin.ModelAdmin):
                 # A new current store re-pins a key whose current store was deleted.
                 obj.current_store_deleted_at = None
             return super().save_model(request, obj, form, change)
-        key, secret = api_key_create(
-            user=form.cleaned_data["user"],
-            name=form.cleaned_data["name"],
-            abilities=form.cleaned_data["abilities"],
-            store_access=form.cleaned_data["store_access"],
-            current_store=form.cleaned_data["current_store"],
-            expires_at=form.cleaned_data["expires_at"],
-        )
+        # The form's fields but `stores`, which save_related sets once the key exists.
+        issued_with = {n: form.cleaned_data[n] for n in ApiKeyForm.Meta.fields if n != "stores"}
+        key, secret = api_key_create(**issued_with)
         obj.pk = key.pk
         obj.refresh_from_db()
         obj.secret_shown_once = secret

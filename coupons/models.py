@@ -125,10 +125,6 @@ class Coupon(models.Model):
     def __str__(self):
         return self.code
 
-    @property
-    def is_deleted(self) -> bool:
-        return self.deleted_at is not None
-
 
 class CouponTotal(models.Model):
     """A store's live and deleted coupon counts, the totals of its coupon listings.

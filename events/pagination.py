@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from config.api.pagination import parse_int_param
+from config.api.pagination import object_schema, parse_int_param, query_parameter
 from events.cursors import CURSOR_MAX_LENGTH, cursor_decode, cursor_encode
 from events.selectors import journal_page
 
@@ -56,45 +56,34 @@ class JournalPagination(BasePagination):
         )
 
     def get_paginated_response_schema(self, schema):
-        return {
-            "type": "object",
-            "required": ["data", "meta"],
-            "properties": {
-                "data": schema,
-                "meta": {
-                    "type": "object",
-                    "required": ["next_cursor", "has_more", "retention_days"],
-                    "properties": {
-                        "next_cursor": {
-                            "type": "string",
-                            "maxLength": CURSOR_MAX_LENGTH,
-                            "description": "Send as `cursor` to get the events after this "
-                            "page. Present on every page, empty ones included, and never "
-                            "equal to the request's `cursor`.",
-                            # drf-spectacular builds the list's example from these examples.
-                            "example": ".eJyrVipWsjLSUTJUslIqzsxNTM7ILFLSUcpSsjI0:1tAbCd:x3kD9sQ",
-                        },
-                        "has_more": {
-                            "type": "boolean",
-                            "description": "Whether another page is ready now.",
-                            "example": False,
-                        },
-                        "retention_days": {"type": "integer", "example": 30},
-                    },
-                },
+        meta = object_schema(
+            next_cursor={
+                "type": "string",
+                "maxLength": CURSOR_MAX_LENGTH,
+                "description": "Send as `cursor` to get the events after this page. Present on "
+                "every page, empty ones included, and never equal to the request's `cursor`.",
+                # drf-spectacular builds the list's example from these examples.
+                "example": ".eJyrVipWsjLSUTJUslIqzsxNTM7ILFLSUcpSsjI0:1tAbCd:x3kD9sQ",
             },
-        }
+            has_more={
+                "type": "boolean",
+                "description": "Whether another page is ready now.",
+                "example": False,
+            },
+            retention_days={"type": "integer", "example": 30},
+        )
+        return object_schema(data=schema, meta=meta)
 
     def get_schema_operation_parameters(self, view):
         return [
-            _optional_query_parameter(
+            query_parameter(
                 "cursor",
                 {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
                 "`meta.next_cursor` of the previous page; omit to start at the oldest retained "
                 "event. Bound to the store and the exact filter set (400 if altered, 409 if "
                 "reused elsewhere, 410 if retention deleted events after it).",
             ),
-            _optional_query_parameter(
+            query_parameter(
                 "limit",
                 {
                     "type": "integer",
@@ -106,16 +95,6 @@ class JournalPagination(BasePagination):
                 "otherwise 422.",
             ),
         ]
-
-
-def _optional_query_parameter(name: str, schema: dict, description: str) -> dict:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": description,
-        "schema": schema,
-    }
 
 
 def _restart_url(request) -> str:

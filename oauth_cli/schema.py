@@ -21,9 +21,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework.authentication import BasicAuthentication, SessionAuthentication
-from rest_framework.parsers import FormParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
-from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from config.api.pagination import EXAMPLE_BASE_URL
@@ -92,8 +90,6 @@ class ProtocolEndpoint(APIView):
     schema = ProtocolSchema()
     authentication_classes = []
     permission_classes = [AllowAny]
-    parser_classes = [FormParser]
-    renderer_classes = [JSONRenderer]
 
 
 def oauth_error(

@@ -32,6 +32,3 @@ class InvoiceV2Serializer(InvoiceV1Serializer):
     """v2: identifiers are strings."""
 
     id = serializers.CharField(read_only=True)
-
-    class Meta(InvoiceV1Serializer.Meta):
-        pass

@@ -50,7 +50,6 @@ class StoreViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     lookup_value_regex = "[0-9]+"
     # Every accessible store, unfiltered (docs/design.md "Pagination").
     pagination_class = WholeListPagination
-    filter_backends = []
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no credential

@@ -26,14 +26,6 @@ def event_types_list() -> list[EventType]:
     return list(EVENT_TYPES.values())
 
 
-def deliveries_of_store(*, store):
-    """The store's deliveries, newest first (filtered by webhooks.filters in the view); a
-    page's ids are read by an index-only scan of delivery_store_created_id_idx (the last page
-    at 1M deliveries: 158 -> 56 ms with the paginator's deferred join,
-    docs/benchmarks/coupons-growth.md)."""
-    return WebhookDelivery.objects.filter(store=store).order_by("-created_at", "-id")
-
-
 def delivery_total(*, store) -> Coalesce:
     """The number of the store's deliveries, as an expression: its maintained counter row,
     O(1) at any size (config/list_totals.py). No row: no deliveries."""

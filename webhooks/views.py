@@ -29,7 +29,6 @@ from stores.access import StorePermission, resolve_store_context
 from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
-    deliveries_of_store,
     delivery_get,
     destination_get,
     destination_secret_get,
@@ -237,7 +236,6 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
 
 class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     serializer_class = WebhookEventTypeListSerializer
-    pagination_class = None
 
     @extend_schema(
         operation_id="webhook_event_types_list",
@@ -259,6 +257,10 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     )
 )
 class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    # Newest first: a page's ids are read by an index-only scan of delivery_store_created_id_idx
+    # (the last page at 1M deliveries: 158 -> 56 ms with the paginator's deferred join,
+    # docs/benchmarks/coupons-growth.md).
+    queryset = WebhookDelivery.objects.order_by("-created_at", "-id")
     serializer_class = WebhookDeliverySerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = WebhookDeliveryFilter
@@ -269,9 +271,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
     lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # schema generation: no request store
-            return WebhookDelivery.objects.none()
-        return deliveries_of_store(store=self.request.store)
+        return super().get_queryset().filter(store=self.request.store)
 
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",

@@ -81,6 +81,22 @@ def _page_range_elements(current: int, last: int) -> list:
     ]
 
 
+def query_parameter(name: str, schema: dict, description: str) -> dict:
+    """An optional query parameter, as a paginator declares its own in the schema."""
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+def object_schema(**properties) -> dict:
+    """The schema of an object whose every property is required."""
+    return {"type": "object", "required": list(properties), "properties": properties}
+
+
 # The deepest offset a page is fetched from (the schema allows any page number): past the end
 # of every list.
 MAX_OFFSET = 2**62
@@ -202,82 +218,49 @@ class LaravelPagination(BasePagination):
         path = f"{EXAMPLE_BASE_URL}{self.example_path}"
         first = f"{path}?page=1"
         links = {"first": first, "last": first, "prev": None, "next": None}
-        return {
-            "type": "object",
-            "required": ["data", "links", "meta"],
-            "properties": {
-                "data": schema,
-                "links": {
-                    "type": "object",
-                    "required": ["first", "last", "prev", "next"],
-                    "properties": {
-                        k: {**nullable_url, "example": links[k]}
-                        for k in ("first", "last", "prev", "next")
-                    },
-                },
-                "meta": {
-                    "type": "object",
-                    "required": [
-                        "current_page",
-                        "from",
-                        "last_page",
-                        "links",
-                        "path",
-                        "per_page",
-                        "to",
-                        "total",
-                    ],
-                    "properties": {
-                        "current_page": {"type": "integer", "example": 1},
-                        "from": {"type": "integer", "nullable": True, "example": 1},
-                        "last_page": {"type": "integer", "example": 1},
-                        "links": {
-                            "type": "array",
-                            "example": [
-                                {"url": None, "label": "&laquo; Previous", "active": False},
-                                {"url": first, "label": "1", "active": True},
-                                {"url": None, "label": "Next &raquo;", "active": False},
-                            ],
-                            "items": {
-                                "type": "object",
-                                "required": ["url", "label", "active"],
-                                "properties": {
-                                    "url": nullable_url,
-                                    "label": {"type": "string"},
-                                    "active": {"type": "boolean"},
-                                },
-                            },
-                        },
-                        "path": {"type": "string", "format": "uri", "example": path},
-                        "per_page": {"type": "integer", "example": self.default_limit},
-                        "to": {"type": "integer", "nullable": True, "example": 1},
-                        "total": {"type": "integer", "example": 1},
-                    },
-                },
+        meta = {
+            "current_page": {"type": "integer", "example": 1},
+            "from": {"type": "integer", "nullable": True, "example": 1},
+            "last_page": {"type": "integer", "example": 1},
+            "links": {
+                "type": "array",
+                "example": [
+                    {"url": None, "label": "&laquo; Previous", "active": False},
+                    {"url": first, "label": "1", "active": True},
+                    {"url": None, "label": "Next &raquo;", "active": False},
+                ],
+                "items": object_schema(
+                    url=nullable_url, label={"type": "string"}, active={"type": "boolean"}
+                ),
             },
+            "path": {"type": "string", "format": "uri", "example": path},
+            "per_page": {"type": "integer", "example": self.default_limit},
+            "to": {"type": "integer", "nullable": True, "example": 1},
+            "total": {"type": "integer", "example": 1},
         }
+        return object_schema(
+            data=schema,
+            links=object_schema(**{k: {**nullable_url, "example": v} for k, v in links.items()}),
+            meta=object_schema(**meta),
+        )
 
     def get_schema_operation_parameters(self, view):
         return [
-            {
-                "name": "limit",
-                "in": "query",
-                "required": False,
-                "description": "Items per page, 1 to 100 (default 15).",
-                "schema": {
+            query_parameter(
+                "limit",
+                {
                     "type": "integer",
                     "minimum": 1,
                     "maximum": self.max_limit,
                     "default": self.default_limit,
                 },
-            },
-            {
-                "name": "page",
-                "in": "query",
-                "required": False,
-                "description": "Page number, starting at 1.",
-                "schema": {"type": "integer", "minimum": 1, "default": 1},
-            },
+                "Items per page, 1 to 100 (default 15).",
+            ),
+            query_parameter(
+                "page",
+                {"type": "integer", "minimum": 1, "default": 1},
+                "Page number, starting at 1.",
+            ),
         ]
 
 
@@ -292,4 +275,4 @@ class WholeListPagination(BasePagination):
         return Response({"data": data})
 
     def get_paginated_response_schema(self, schema):
-        return {"type": "object", "required": ["data"], "properties": {"data": schema}}
+        return object_schema(data=schema)

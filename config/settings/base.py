@@ -159,10 +159,7 @@ else:
         }
     }
 
-LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
-USE_I18N = True
-USE_TZ = True
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerCredentialAuthentication"],
@@ -250,7 +247,6 @@ else:
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 # Celery's Django fixup closes every DB connection before and after each task unless this is
 # set (a new PostgreSQL connection per task); config/celery.py applies CONN_MAX_AGE instead.
 CELERY_DB_REUSE_MAX = 100_000

@@ -50,8 +50,6 @@ if not REDIS_URL:
         "and the Celery broker are shared between processes through it."
     )
 
-SESSION_COOKIE_HTTPONLY = True
-
 # HTTPS only. Behind a proxy that terminates TLS and redirects plain HTTP itself,
 # SECURE_SSL_REDIRECT=false leaves that to the proxy; HSTS stays on either way.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
@@ -62,7 +60,6 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^status$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.count("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
-SECURE_CONTENT_TYPE_NOSNIFF = True
 # X-Forwarded-Proto is believed only behind trusted proxies (NUM_PROXIES > 0), the nearest of
 # which must overwrite it; without a proxy a client could claim HTTPS over plain HTTP.
 if REST_FRAMEWORK["NUM_PROXIES"] > 0:
