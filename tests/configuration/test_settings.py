@@ -100,6 +100,7 @@ def test_production_is_https_only_by_default(settings):
         "SECURE_HSTS_INCLUDE_SUBDOMAINS",
         "SECURE_PROXY_SSL_HEADER",
         "CSRF_COOKIE_SECURE",
+        "SECURE_CONTENT_TYPE_NOSNIFF",
     )
     for name, value in settings_of(production_environment(), *names).items():
         setattr(settings, name, value)
@@ -115,6 +116,8 @@ def test_production_is_https_only_by_default(settings):
     assert response.status_code == 200
     assert response["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains"
     assert response.cookies["csrftoken"]["secure"] is True
+    # and browsers do not guess another content type (Django's default, kept by production)
+    assert response["X-Content-Type-Options"] == "nosniff"
 
 
 def test_behind_a_tls_terminating_proxy_the_redirect_can_be_left_to_it():
