@@ -1,9 +1,13 @@
+import fcntl
+import os
+from contextlib import ExitStack
 from types import SimpleNamespace
 
 import pytest
 import yaml
 from django.core.cache import cache
 from django.core.management import call_command
+from django.db import connections
 from django.test import Client
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
@@ -23,20 +27,42 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 hypothesis_settings.load_profile("ci")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist, a test marked `alone` (it stops or restarts the suite's own PostgreSQL
+    or Redis) runs while no other test does: every other test holds a shared lock for its setup,
+    call and teardown, an `alone` test the exclusive one. A turnstile lock keeps new tests from
+    starting while an `alone` test waits. After an `alone` test ran, each process drops its
+    database connections (a restarted PostgreSQL ended them) before its next test."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    shared = item.config._tmp_path_factory.getbasetemp().parent  # one per run, every worker's
+    alone = item.get_closest_marker("alone") is not None
+    with ExitStack() as held:
+        turnstile = held.enter_context((shared / "alone-turnstile").open("a"))
+        running = held.enter_context((shared / "alone-running").open("a+"))
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(running, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        running.seek(0)
+        if running.read() != getattr(pytest_runtest_protocol, "seen", ""):
+            connections.close_all()
+        try:
+            return (yield)
+        finally:
+            if alone:
+                running.write(".")
+                running.flush()
+            running.seek(0)
+            pytest_runtest_protocol.seen = running.read()
+
+
 def cache_keys_matching(pattern: str = "*") -> list[bytes]:
     """The cache's own keys (KEY_PREFIX:VERSION:key, as Django makes them) matching `pattern`."""
     client = cache._cache.get_client()
     return list(client.scan_iter(match=cache.make_key(pattern), count=1000))
-
-
-def cache_keys_delete() -> None:
-    """Deletes the cache's own keys only. The Celery broker's queues and beat's lock live in the
-    same Redis database (REDIS_URL, which the gunicorn and worker processes that tests start
-    share with it), under workers that stay up across tests; `cache.clear()` (FLUSHDB) deleted
-    them too."""
-    keys = cache_keys_matching()
-    if keys:
-        cache._cache.get_client(write=True).delete(*keys)
 
 
 @pytest.fixture
@@ -52,8 +78,9 @@ def cache_cleared():
     Returns the clearing, for the test of what it leaves."""
     ratelimit._cache_unavailable_until = 0.0
     webhook_services._broker_unavailable_until = 0.0
-    cache_keys_delete()
-    return cache_keys_delete
+    # The cache's own Redis database (config/settings/test.py): the broker's is another one.
+    cache.clear()
+    return cache.clear
 
 
 @pytest.fixture(autouse=True)

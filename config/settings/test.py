@@ -15,9 +15,22 @@ os.environ.setdefault(
     tempfile.mkdtemp(prefix="prometheus-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR")),
 )
 
-from config.settings.base import *  # noqa: F403
-from config.settings.base import CELERY_BEAT_SCHEDULE, DATABASES
-from config.settings.health import worker_heartbeat_schedule
+# Redis: each pytest-xdist worker (gw0, gw1...; one process without xdist is gw0) gets two
+# databases of its own, the cache's (2N+1) and the broker's (2N+2: queues, beat's lock), so a
+# test's cache.clear() never empties a queue. Set in the environment, so the gunicorn and Celery
+# processes a test starts inherit them (production settings: REDIS_URL, the broker's database),
+# and set again in each worker (xdist's workers inherit the environment of its main process).
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+if os.environ.get("STOREFRONT_TEST_REDIS_WORKER") != _worker:
+    _n = int(_worker.removeprefix("gw"))
+    _redis = os.environ["REDIS_URL"].rsplit("/", 1)[0]
+    os.environ["REDIS_URL"] = f"{_redis}/{2 * _n + 2}"
+    os.environ["STOREFRONT_TEST_CACHE_URL"] = f"{_redis}/{2 * _n + 1}"
+    os.environ["STOREFRONT_TEST_REDIS_WORKER"] = _worker
+
+from config.settings.base import *  # noqa: E402, F403
+from config.settings.base import CACHES, CELERY_BEAT_SCHEDULE, DATABASES  # noqa: E402
+from config.settings.health import worker_heartbeat_schedule  # noqa: E402
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -27,6 +40,7 @@ WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 BASE_URL = "http://testserver"
 OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+CACHES["default"]["LOCATION"] = os.environ["STOREFRONT_TEST_CACHE_URL"]
 # APIClient sends JSON unless a test says otherwise (the API accepts nothing else).
 REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405
 # The live server of the end-to-end tests speaks plain HTTP, where clients drop Secure cookies.

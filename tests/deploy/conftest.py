@@ -72,7 +72,7 @@ def served_image(tmp_path_factory):
         "BASE_URL": base,
         "STOREFRONT_DOMAIN": "example.com",
         "DATABASE_URL": own_database("storefront_image"),
-        "REDIS_URL": own_redis_database(7),
+        "REDIS_URL": own_redis_database(15),  # above the xdist workers' (config/settings/test.py)
         # Plain HTTP on loopback, as behind a TLS-terminating proxy.
         "SECURE_SSL_REDIRECT": "false",
         "PROMETHEUS_MULTIPROC_DIR": "/var/lib/storefront/prometheus",

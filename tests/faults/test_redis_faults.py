@@ -68,6 +68,7 @@ class WorkerOnRedis(CeleryWorker):
         return {
             **super().env(),
             "REDIS_URL": self.redis_url,
+            "STOREFRONT_TEST_CACHE_URL": self.redis_url,  # as the web processes' cache
             "PROMETHEUS_MULTIPROC_DIR": str(self.log_dir / "prometheus-worker"),
         }
 
