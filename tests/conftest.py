@@ -1,13 +1,15 @@
 import fcntl
 import os
+import tempfile
 from contextlib import ExitStack
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
+from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.core.management import call_command
-from django.db import connections
 from django.test import Client
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
@@ -18,6 +20,7 @@ from oauth_cli.services import cli_application_ensure
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
+from tests.servers import WorkerPostgres
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import services as webhook_services
 
@@ -27,36 +30,41 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 hypothesis_settings.load_profile("ci")
 
 
+def pytest_configure(config):
+    """Under pytest-xdist, each worker runs on a PostgreSQL server of its own (tests.servers
+    WorkerPostgres), set before any connection opens; the processes its tests start follow
+    DATABASE_URL or the connection's settings."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="pg-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR")))
+    workdir.chmod(0o755)
+    server = WorkerPostgres(workdir)
+    config.add_cleanup(server.stop)
+    server.start()
+    django_settings.DATABASES["default"].update(HOST="127.0.0.1", PORT=server.port)
+    os.environ["DATABASE_URL"] = server.url
+    os.environ["STOREFRONT_TEST_PG_WORKDIR"] = str(workdir)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under pytest-xdist, a test marked `alone` (it stops or restarts the suite's own PostgreSQL
-    or Redis) runs while no other test does: every other test holds a shared lock for its setup,
-    call and teardown, an `alone` test the exclusive one. A turnstile lock keeps new tests from
-    starting while an `alone` test waits. After an `alone` test ran, each process drops its
-    database connections (a restarted PostgreSQL ended them) before its next test."""
+    """Under pytest-xdist, a test marked `alone` (it stops the suite's own Redis, which every
+    worker uses) runs while no other test does: every other test holds a shared lock for its
+    setup, call and teardown, an `alone` test the exclusive one. A turnstile lock keeps new
+    tests from starting while an `alone` test waits."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return (yield)
     shared = item.config._tmp_path_factory.getbasetemp().parent  # one per run, every worker's
     alone = item.get_closest_marker("alone") is not None
     with ExitStack() as held:
         turnstile = held.enter_context((shared / "alone-turnstile").open("a"))
-        running = held.enter_context((shared / "alone-running").open("a+"))
+        running = held.enter_context((shared / "alone-running").open("a"))
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         if not alone:
             fcntl.flock(turnstile, fcntl.LOCK_UN)
         fcntl.flock(running, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         fcntl.flock(turnstile, fcntl.LOCK_UN)
-        running.seek(0)
-        if running.read() != getattr(pytest_runtest_protocol, "seen", ""):
-            connections.close_all()
-        try:
-            return (yield)
-        finally:
-            if alone:
-                running.write(".")
-                running.flush()
-            running.seek(0)
-            pytest_runtest_protocol.seen = running.read()
+        return (yield)
 
 
 def cache_keys_matching(pattern: str = "*") -> list[bytes]:

@@ -115,6 +115,56 @@ class ThrowawayRedis:
             self.stop()
 
 
+class WorkerPostgres:
+    """A PostgreSQL server of one pytest-xdist worker's own, started as bin/with-test-services
+    starts the suite's (a `storefront` role and database, trust auth, no fsync): the event
+    journal serves rows below a server-wide transaction horizon (events/positions.py), so an
+    open transaction of another worker's test would hide a test's events; and a fault run that
+    restarts it stops no other worker's database. `workdir` holds `pg/` and `pg.log`, the
+    layout tests/faults/harness.py restarts."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.data = workdir / "pg"
+        self.port = free_port()
+        self.bin = max(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
+        self.user = urlsplit(os.environ["DATABASE_URL"]).username
+
+    @property
+    def url(self) -> str:
+        return f"postgres://{self.user}@127.0.0.1:{self.port}/storefront"
+
+    def _run(self, *command: str) -> None:
+        result = subprocess.run(
+            [*as_postgres_user(), *command], capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def start(self) -> None:
+        if os.getuid() == 0:
+            shutil.chown(self.workdir, "postgres")
+        pg_ctl, log = str(self.bin / "pg_ctl"), str(self.workdir / "pg.log")
+        initdb = str(self.bin / "initdb")
+        self._run(initdb, "-D", str(self.data), "-U", self.user, "--auth=trust", "-E", "UTF8")
+        options = (
+            f"-p {self.port} -k {self.workdir} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._run(pg_ctl, "-D", str(self.data), "-l", log, "-w", "-o", options, "start")
+        port = str(self.port)
+        self._run(
+            str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", port, "-U", self.user, "storefront"
+        )
+
+    def stop(self) -> None:
+        subprocess.run(
+            [*as_postgres_user(), str(self.bin / "pg_ctl"), "-D", str(self.data),
+             "-m", "immediate", "stop"],
+            capture_output=True,
+            timeout=60,
+        )  # fmt: skip
+
+
 class PgBouncer:
     """PgBouncer in transaction mode with `pool_size` server connections (trust auth); a
     context manager that starts and stops it."""

@@ -43,7 +43,10 @@ class ThrowawayPostgres:
     """The server bin/with-test-services started, restarted with its own options."""
 
     def __init__(self):
-        workdir = os.environ.get("STOREFRONT_TEST_WORKDIR")
+        # under pytest-xdist, the worker's own server (tests.servers.WorkerPostgres)
+        workdir = os.environ.get(
+            "STOREFRONT_TEST_PG_WORKDIR", os.environ.get("STOREFRONT_TEST_WORKDIR")
+        )
         assert workdir, "run under bin/with-test-services (STOREFRONT_TEST_WORKDIR is not set)"
         self.workdir = Path(workdir)
         self.data = self.workdir / "pg"

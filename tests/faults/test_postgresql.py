@@ -49,8 +49,7 @@ from tests.webhooks.helpers import (
 )
 from webhooks.models import WebhookDelivery
 
-# alone: the faults restart the suite's own PostgreSQL, which every other test uses.
-pytestmark = [pytest.mark.faults, pytest.mark.alone]
+pytestmark = pytest.mark.faults
 
 RECOVERY_TARGET = 5.0
 CLIENTS = 4
