@@ -39,7 +39,7 @@ def test_a_tests_cache_clearing_leaves_the_broker_queue_and_the_beat_lock(cache_
 
 def test_another_xdist_workers_cache_and_broker_are_not_this_ones():
     # given the test settings as another pytest-xdist worker's process loads them
-    # (gw6: above the 4 workers of `make test`, within Redis' 16 databases)
+    # (gw6: above the 3 workers of `make test`, within Redis' 16 databases)
     worker = "gw6" if os.environ.get("PYTEST_XDIST_WORKER") != "gw6" else "gw5"
     environment = {**os.environ, "PYTEST_XDIST_WORKER": worker}
     script = (
