@@ -8,22 +8,19 @@ if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
         "or export DATABASE_URL=postgres://... and REDIS_URL=redis://..."
     )
 
-# Each pytest-xdist worker (gw0, gw1...; one process without xdist is gw0) gets two Redis
-# databases of its own, the cache's (2N+1) and the broker's (2N+2: queues, beat's lock), so a
-# test's cache.clear() never empties a queue, and a metrics directory of its own (base.py's
-# default is the repository's var/). Set in the environment, so the gunicorn and Celery processes
-# a test starts inherit them (production settings: REDIS_URL, the broker's database), and set
-# again in each worker, which inherits the environment of xdist's main process.
+# Per pytest-xdist worker gwN (gw0 without xdist; set again in each worker, which inherits the
+# main process's environment), inherited by the processes its tests start: the cache and the
+# broker in Redis databases of their own (2N+1, 2N+2: docs/decisions/suite.md), and a metrics
+# directory (base.py's default is the repository's var/).
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
 if os.environ.get("STOREFRONT_TEST_WORKER") != _worker:
-    _n = int(_worker.removeprefix("gw"))
-    _redis = os.environ["REDIS_URL"].rsplit("/", 1)[0]
-    os.environ["REDIS_URL"] = f"{_redis}/{2 * _n + 2}"
-    os.environ["STOREFRONT_TEST_CACHE_URL"] = f"{_redis}/{2 * _n + 1}"
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(
-        prefix="prometheus-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR")
+    _n, _redis = int(_worker[2:]), os.environ["REDIS_URL"].rsplit("/", 1)[0]
+    os.environ.update(
+        REDIS_URL=f"{_redis}/{2 * _n + 2}",
+        STOREFRONT_TEST_CACHE_URL=f"{_redis}/{2 * _n + 1}",
+        PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR")),
+        STOREFRONT_TEST_WORKER=_worker,
     )
-    os.environ["STOREFRONT_TEST_WORKER"] = _worker
 
 from config.settings.base import *  # noqa: E402, F403
 from config.settings.base import CACHES, CELERY_BEAT_SCHEDULE, DATABASES  # noqa: E402
