@@ -60,6 +60,12 @@ def test_another_xdist_workers_cache_and_broker_are_not_this_ones():
     assert broker.get("isolation-probe") is None
 
 
+def test_every_collected_test_has_a_node_id_of_its_own(request):
+    # pytest-xdist schedules by node id: two tests sharing one would run once
+    node_ids = [item.nodeid for item in request.session.items]
+    assert len(node_ids) == len(set(node_ids))
+
+
 def test_the_rate_limiter_reads_a_clock_stopped_30_s_into_a_window(frozen_rate_limit_clock):
     assert ratelimit.time.time() == frozen_rate_limit_clock
     assert frozen_rate_limit_clock % 60 == 30
