@@ -23,7 +23,7 @@ from tests.deploy.image import (
     image_command,
     shared_directory,
 )
-from tests.servers import free_port
+from tests.servers import ThrowawayRedis, free_port
 from tests.webhooks.helpers import Receiver
 
 
@@ -52,10 +52,6 @@ def own_database(name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
-def own_redis_database(number: int) -> str:
-    return urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path=f"/{number}"))
-
-
 @pytest.fixture(scope="session")
 def served_image(tmp_path_factory):
     if os.getuid() != 0:
@@ -72,7 +68,6 @@ def served_image(tmp_path_factory):
         "BASE_URL": base,
         "STOREFRONT_DOMAIN": "example.com",
         "DATABASE_URL": own_database("storefront_image"),
-        "REDIS_URL": own_redis_database(15),  # above the xdist workers' (config/settings/test.py)
         # Plain HTTP on loopback, as behind a TLS-terminating proxy.
         "SECURE_SSL_REDIRECT": "false",
         "PROMETHEUS_MULTIPROC_DIR": "/var/lib/storefront/prometheus",
@@ -106,7 +101,12 @@ def served_image(tmp_path_factory):
 
     processes = {}
     receiver = Receiver()
+    # A Redis of its own: the image's processes stay up for the whole file, which must log no
+    # error, while tests/webhooks/test_worker_delivery.py stops the suite's Redis.
+    redis_server = ThrowawayRedis(workdir)
+    environment["REDIS_URL"] = redis_server.url
     try:
+        redis_server.start()
         processes["migrate"] = process("migrate")
         processes["migrate"].run()
         admin = process(
@@ -156,3 +156,4 @@ def served_image(tmp_path_factory):
             if name in processes:
                 processes[name].stop()
         receiver.close()
+        redis_server.close()
