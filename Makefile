@@ -64,7 +64,7 @@ $(NODE_STAMP): tests/external/package.json tests/external/package-lock.json | te
 
 test: $(DEV_STAMP) test-deps $(NODE_STAMP) lint
 	bin/with-test-services bin/check-production
-	bin/with-test-services $(BIN)/python -m pytest $(PYTEST_ARGS)
+	bin/with-test-services $(BIN)/python -m pytest -n 3 --dist loadfile $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

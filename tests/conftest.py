@@ -1,7 +1,13 @@
+import fcntl
+import os
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
+from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
@@ -14,7 +20,7 @@ from oauth_cli.services import cli_application_ensure
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
-from tests.servers import SentryIngest
+from tests.servers import SentryIngest, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import services as webhook_services
 
@@ -24,20 +30,53 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 hypothesis_settings.load_profile("ci")
 
 
+def pytest_configure(config):
+    """Under pytest-xdist, each worker runs on a PostgreSQL server of its own
+    (tests.servers.worker_postgresql), set before any connection opens; the processes its tests
+    start follow DATABASE_URL or the connection's settings."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="pg-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR")))
+    server = worker_postgresql(workdir)
+    config.add_cleanup(lambda: server.stop("immediate"))
+    django_settings.DATABASES["default"].update(HOST="127.0.0.1", PORT=server.port)
+    os.environ["DATABASE_URL"] = server.url()
+
+
+def pytest_collection_modifyitems(items):
+    """schemathesis names its items `test[METHOD path]` but gives all of them the function's
+    node id; pytest-xdist schedules by node id, and ran one operation of the contract run out of
+    30. Each such item gets the node id its name says (pytest 9 keeps it in `_id`)."""
+    for item in items:
+        if item.nodeid != f"{item.parent.nodeid}::{item.name}":
+            item._id = item.parent.id.child(item.name)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist, a test marked `alone` (it stops the suite's own Redis, which every
+    worker uses) runs while no other test does: every other test holds a shared lock for its
+    setup, call and teardown, an `alone` test the exclusive one. A turnstile lock keeps new
+    tests from starting while an `alone` test waits."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    shared = item.config._tmp_path_factory.getbasetemp().parent  # one per run, every worker's
+    alone = item.get_closest_marker("alone") is not None
+    with ExitStack() as held:
+        turnstile = held.enter_context((shared / "alone-turnstile").open("a"))
+        running = held.enter_context((shared / "alone-running").open("a"))
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(running, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        return (yield)
+
+
 def cache_keys_matching(pattern: str = "*") -> list[bytes]:
     """The cache's own keys (KEY_PREFIX:VERSION:key, as Django makes them) matching `pattern`."""
     client = cache._cache.get_client()
     return list(client.scan_iter(match=cache.make_key(pattern), count=1000))
-
-
-def cache_keys_delete() -> None:
-    """Deletes the cache's own keys only. The Celery broker's queues and beat's lock live in the
-    same Redis database (REDIS_URL, which the gunicorn and worker processes that tests start
-    share with it), under workers that stay up across tests; `cache.clear()` (FLUSHDB) deleted
-    them too."""
-    keys = cache_keys_matching()
-    if keys:
-        cache._cache.get_client(write=True).delete(*keys)
 
 
 @pytest.fixture
@@ -53,8 +92,9 @@ def cache_cleared():
     Returns the clearing, for the test of what it leaves."""
     ratelimit._cache_unavailable_until = 0.0
     webhook_services._broker_unavailable_until = 0.0
-    cache_keys_delete()
-    return cache_keys_delete
+    # The cache's own Redis database (config/settings/test.py): the broker's is another one.
+    cache.clear()
+    return cache.clear
 
 
 @pytest.fixture(autouse=True)

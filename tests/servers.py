@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import requests
 
+from config.postgres_server import PostgresServer
 from tests.settings_helpers import ROOT, production_environment
 
 BINARY = "/usr/sbin/pgbouncer"
@@ -124,6 +125,29 @@ class ThrowawayRedis:
     def close(self) -> None:
         if self.ping():
             self.stop()
+
+
+def debian_bin() -> Path:
+    """The newest of Debian's PostgreSQL servers, as bin/with-test-services picks it."""
+    return max(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda path: float(path.parent.name))
+
+
+def worker_postgresql(workdir: Path) -> PostgresServer:
+    """A pytest-xdist worker's own PostgreSQL, started through the one launcher with the options
+    bin/with-test-services gives the suite's: the event journal serves rows below a server-wide
+    transaction horizon (events/positions.py), so an open transaction of another worker's test
+    would hide a test's events."""
+    server = PostgresServer(
+        workdir / "pg",
+        debian_bin(),
+        port=free_port(),
+        fsync="off",
+        synchronous_commit="off",
+        full_page_writes="off",
+        max_connections="200",
+    )
+    server.start()
+    return server
 
 
 class PgBouncer:

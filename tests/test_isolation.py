@@ -1,7 +1,9 @@
 """What the suite clears between tests is the cache's alone: the Celery broker's queues and beat's
-scheduling lock share its Redis database, under workers that stay up across tests. And the
-clock the rate limiter reads stands still in every test that does not opt out."""
+scheduling lock, under workers that stay up across tests, are in another Redis database, and
+each pytest-xdist worker has databases of its own. And the clock the rate limiter reads stands
+still in every test that does not opt out."""
 
+import os
 import time
 
 import pytest
@@ -12,6 +14,7 @@ from django.core.cache import cache
 from config.api import ratelimit
 from config.beat import BEAT_LOCK_KEY
 from config.celery import app
+from tests.settings_helpers import run_python
 
 QUEUE = "suite-isolation-probe"
 
@@ -32,6 +35,35 @@ def test_a_tests_cache_clearing_leaves_the_broker_queue_and_the_beat_lock(cache_
         assert broker.get(BEAT_LOCK_KEY) == b"held by a beat"
     finally:
         broker.delete(QUEUE, BEAT_LOCK_KEY)
+
+
+def test_another_xdist_workers_cache_and_broker_are_not_this_ones():
+    # given the test settings as another pytest-xdist worker's process loads them
+    # (gw6: above the 3 workers of `make test`, within Redis' 16 databases)
+    worker = "gw6" if os.environ.get("PYTEST_XDIST_WORKER") != "gw6" else "gw5"
+    environment = {**os.environ, "PYTEST_XDIST_WORKER": worker}
+    script = (
+        "import django; django.setup(); from django.core.cache import cache; "
+        "from django.conf import settings; import redis; "
+        "cache.set('isolation-probe', 'other worker'); "
+        "redis.Redis.from_url(settings.CELERY_BROKER_URL).set('isolation-probe', 'broker')"
+    )
+    cache.delete("isolation-probe")
+
+    # when it caches a key and writes one into its broker's database
+    result = run_python(script, env=environment)
+
+    # then neither is in this worker's cache or broker database
+    assert result.returncode == 0, result.stderr
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    assert cache.get("isolation-probe") is None
+    assert broker.get("isolation-probe") is None
+
+
+def test_every_collected_test_has_a_node_id_of_its_own(request):
+    # pytest-xdist schedules by node id: two tests sharing one would run once
+    node_ids = [item.nodeid for item in request.session.items]
+    assert len(node_ids) == len(set(node_ids))
 
 
 def test_the_rate_limiter_reads_a_clock_stopped_30_s_into_a_window(frozen_rate_limit_clock):

@@ -19,8 +19,7 @@ import psycopg
 import pytest
 
 from config.postgres_server import PostgresServer
-from tests.faults.harness import debian_bin
-from tests.servers import free_port
+from tests.servers import debian_bin, free_port
 from tests.settings_helpers import ROOT
 
 

@@ -8,16 +8,23 @@ if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
         "or export DATABASE_URL=postgres://... and REDIS_URL=redis://..."
     )
 
-# The suite's own metrics directory, shared with the Celery worker it starts (which inherits the
-# environment); set before base.py, whose default is the repository's var/.
-os.environ.setdefault(
-    "PROMETHEUS_MULTIPROC_DIR",
-    tempfile.mkdtemp(prefix="prometheus-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR")),
-)
+# Per pytest-xdist worker gwN (gw0 without xdist; set again in each worker, which inherits the
+# main process's environment), inherited by the processes its tests start: the cache and the
+# broker in Redis databases of their own (2N+1, 2N+2: docs/decisions/suite.md), and a metrics
+# directory (base.py's default is the repository's var/).
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+if os.environ.get("STOREFRONT_TEST_WORKER") != _worker:
+    _n, _redis = int(_worker[2:]), os.environ["REDIS_URL"].rsplit("/", 1)[0]
+    os.environ.update(
+        REDIS_URL=f"{_redis}/{2 * _n + 2}",
+        STOREFRONT_TEST_CACHE_URL=f"{_redis}/{2 * _n + 1}",
+        PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR")),
+        STOREFRONT_TEST_WORKER=_worker,
+    )
 
-from config.settings.base import *  # noqa: F403
-from config.settings.base import CELERY_BEAT_SCHEDULE, DATABASES
-from config.settings.health import worker_heartbeat_schedule
+from config.settings.base import *  # noqa: E402, F403
+from config.settings.base import CACHES, CELERY_BEAT_SCHEDULE, DATABASES  # noqa: E402
+from config.settings.health import worker_heartbeat_schedule  # noqa: E402
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -27,6 +34,7 @@ WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 BASE_URL = "http://testserver"
 OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F405
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+CACHES["default"]["LOCATION"] = os.environ["STOREFRONT_TEST_CACHE_URL"]
 # APIClient sends JSON unless a test says otherwise (the API accepts nothing else).
 REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405
 # The live server of the end-to-end tests speaks plain HTTP, where clients drop Secure cookies.

@@ -38,7 +38,11 @@ def test_production_refuses_a_short_secret_key():
     assert load_production(SECRET_KEY="short").returncode != 0
 
 
-@pytest.mark.parametrize("key", ["x" * 60, "abcd" * 20, "django-insecure-" + RANDOM_KEY])
+@pytest.mark.parametrize(
+    "key",
+    ["x" * 60, "abcd" * 20, "django-insecure-" + RANDOM_KEY],
+    ids=["repeated", "short-cycle", "django-insecure"],  # the same in every xdist worker
+)
 def test_production_refuses_a_key_django_deems_weak(key):
     assert load_production(SECRET_KEY=key).returncode != 0
 

@@ -78,9 +78,11 @@ RULES = [
     # Year 0 in UTC: out of datetime's range the other way, and in the past anyway.
     ("expires_at", "0001-01-01T00:30:00+01:00", future(), {}),
 ]
+# Without the computed dates: pytest-xdist needs the same test ids in every worker.
+RULE_IDS = [f"{field}-{bad}" for field, bad, _, _ in RULES]
 
 
-@pytest.mark.parametrize(("field", "bad", "good", "rest"), RULES)
+@pytest.mark.parametrize(("field", "bad", "good", "rest"), RULES, ids=RULE_IDS)
 def test_create_rule(field, bad, good, rest, auth_client):
     body = {**VALID, **rest}
 
@@ -92,7 +94,7 @@ def test_create_rule(field, bad, good, rest, auth_client):
     assert accepted.status_code == 201, accepted.content
 
 
-@pytest.mark.parametrize(("field", "bad", "good", "rest"), RULES)
+@pytest.mark.parametrize(("field", "bad", "good", "rest"), RULES, ids=RULE_IDS)
 def test_update_rule(field, bad, good, rest, store, auth_client):
     coupon = CouponFactory(store=store, code="EXISTING", type="AMOUNT", discount=5)
     url = f"/api/v1/coupons/{coupon.id}"

@@ -22,7 +22,7 @@ from tests.deploy.image import (
     image_command,
     shared_directory,
 )
-from tests.servers import answers, free_port, wait_for
+from tests.servers import ThrowawayRedis, answers, free_port, wait_for
 from tests.webhooks.helpers import Receiver
 
 
@@ -51,10 +51,6 @@ def own_database(name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
-def own_redis_database(number: int) -> str:
-    return urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path=f"/{number}"))
-
-
 @pytest.fixture(scope="session")
 def served_image(tmp_path_factory):
     if os.getuid() != 0:
@@ -71,7 +67,6 @@ def served_image(tmp_path_factory):
         "BASE_URL": base,
         "STOREFRONT_DOMAIN": "example.com",
         "DATABASE_URL": own_database("storefront_image"),
-        "REDIS_URL": own_redis_database(7),
         # Plain HTTP on loopback, as behind a TLS-terminating proxy.
         "SECURE_SSL_REDIRECT": "false",
         "PROMETHEUS_MULTIPROC_DIR": "/var/lib/storefront/prometheus",
@@ -105,7 +100,12 @@ def served_image(tmp_path_factory):
 
     processes = {}
     receiver = Receiver()
+    # A Redis of its own: the image's processes stay up for the whole file, which must log no
+    # error, while tests/webhooks/test_worker_delivery.py stops the suite's Redis.
+    redis_server = ThrowawayRedis(workdir)
+    environment["REDIS_URL"] = redis_server.url
     try:
+        redis_server.start()
         processes["migrate"] = process("migrate")
         processes["migrate"].run()
         admin = process(
@@ -154,3 +154,4 @@ def served_image(tmp_path_factory):
             if name in processes:
                 processes[name].stop()
         receiver.close()
+        redis_server.close()

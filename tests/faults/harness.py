@@ -26,7 +26,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from config.postgres_server import USER, PostgresServer
-from tests.servers import Gunicorn, free_port
+from tests.servers import Gunicorn, debian_bin, free_port
 
 # Bounds of every run: the whole fault file stays well under two minutes.
 REQUEST_TIMEOUT = 10.0
@@ -37,11 +37,6 @@ CLIENT_PAUSE = 0.02  # between two requests of one client: a steady load, not a 
 
 
 # --- PostgreSQL faults -------------------------------------------------------------------------
-
-
-def debian_bin() -> Path:
-    """The newest of Debian's PostgreSQL servers, as bin/with-test-services picks it."""
-    return max(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda path: float(path.parent.name))
 
 
 @contextlib.contextmanager

@@ -219,7 +219,13 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
         # and the web processes share the worker's webhook timings (a drain marker they set
         # lives WEBHOOKS_LEASE_SECONDS, the drain's time limit, not production's 60 s).
         worker = start_worker(
-            {"DATABASE_URL": through_bouncer, "DATABASE_CONN_MAX_AGE": "0"}, concurrency=4
+            {
+                "DATABASE_URL": through_bouncer,
+                "DATABASE_CONN_MAX_AGE": "0",
+                # the web processes' cache: production settings keep it on REDIS_URL
+                "STOREFRONT_TEST_CACHE_URL": os.environ["REDIS_URL"],
+            },
+            concurrency=4,
         )
         with load_server(
             tmp_path,

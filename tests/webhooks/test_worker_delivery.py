@@ -158,6 +158,7 @@ def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):
         assert delivery.attempt_records.count() == delivery.attempts
 
 
+@pytest.mark.alone  # stops the suite's own Redis, which every other test uses
 def test_redis_outage_during_recording_delays_but_loses_nothing(celery_worker, store, receiver):
     destination_for(store, receiver.url)
     receiver.respond = first_attempt_fails(receiver)
