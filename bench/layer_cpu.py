@@ -25,36 +25,17 @@ import argparse
 import statistics
 from pathlib import Path
 
-from coupons_list import REPO, bench_environment, run_timing_in, seed
+from coupons_list import CPU_PER_REQUEST, REPO, bench_environment, run_timing_in, seed
 
 TIMING = """
-import sys, time, timeit
+import sys, timeit
 import django
 django.setup()
-from django.db import connection
 from django.test import Client
 client = Client(HTTP_AUTHORIZATION="Bearer " + sys.argv[1], HTTP_HOST="127.0.0.1")
-
-
-def backend_cpu():
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        (pid,) = cursor.fetchone()
-    with open(f"/proc/{pid}/schedstat") as schedstat:  # first field: ns on a CPU
-        return pid, int(schedstat.read().split()[0]) / 1e9
-
-
-def cpu_per_request(get, number):
-    pid, backend_before = backend_cpu()
-    started = time.process_time()
-    for _ in range(number):
-        get()
-    used = time.process_time() - started
-    pid_after, backend_after = backend_cpu()
-    assert pid_after == pid, "the database connection changed: set DATABASE_CONN_MAX_AGE"
-    return (used + backend_after - backend_before) / number
-
-
+"""
+TIMING += CPU_PER_REQUEST
+TIMING += """
 for label, url, headers in URLS:
     get = lambda: client.get(url, headers=headers)
     assert get().status_code == 200, url
