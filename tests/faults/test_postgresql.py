@@ -6,7 +6,8 @@ requests (5xx, no answer, or a write's key stuck at 409) and the time until the 
 checks every write: one coupon per Idempotency-Key, the one its client was answered with.
 
 Targets: recovered within RECOVERY_TARGET s of the fault, at most one failed request per
-client connection and per web process (each holds one database connection), none after
+web process (each holds one database connection; gunicorn's sync workers close each client
+connection after its answer, so a failed request had a client connection of its own), none after
 recovery, no lost or doubled write. Through PgBouncer in transaction mode (docs/scaling.md's
 settings): no failed request at all, and the webhook send slots still exact (a worker's
 processes through the same PgBouncer push each created coupon's event once, never more at once
@@ -172,8 +173,9 @@ def test_the_api_recovers_from_a_database_fault_under_load(
     assert found.requests > 100  # the load ran
     assert found.recovered_after <= RECOVERY_TARGET, found
     assert found.failures_after_recovery == 0, found
-    assert all(count <= 1 for count in found.failures_by_client.values()), found
-    # and at most one per database connection: each web process's request that was using it
+    # At most one per database connection: each web process's request that was using it. A
+    # client's next request may reach the other web process (sync workers close each client
+    # connection after its answer), so one client can see one failure from each.
     assert found.failures <= WORKERS, found
     assert_each_write_exactly_once(load, owner["store"])
 
