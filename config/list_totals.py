@@ -11,7 +11,7 @@ cascade or the retention prune costs one grouped statement on the totals, in the
 transaction, whatever number of rows it touches. The cost is one row lock per store per write
 that changes a total, held until the writer commits (measured in docs/decisions/coupons.md).
 
-Rules the SQL keeps (docs/decisions.md "List growth"):
+Rules the SQL keeps (docs/decisions/coupons.md "List growth"):
 - An insert upserts the store's row, so a store with counted rows always has one; a missing
   row means 0 rows.
 - A delete only updates existing rows, never inserts one: during a store's cascade delete

@@ -102,7 +102,8 @@ class PermissionsViewSet(viewsets.GenericViewSet):
 
     singleton = True
     permission_classes = [StorePermission]
-    # Any valid credential with a resolvable store may ask what it may do (docs/decisions.md).
+    # Any valid credential with a resolvable store may ask what it may do
+    # (docs/decisions/foundation.md "Abilities and permissions").
     permission_area = None
     serializer_class = PermissionsSerializer
 

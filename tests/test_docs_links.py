@@ -1,7 +1,9 @@
 """The repository explains itself (docs/style.md rule 13): every document a tracked file points
 at is in the repository. Markdown links are resolved from the file that holds them, citations
-of pages under docs/ (in code comments as in prose) from the repository's root; the design and
-the house style are cited by their paths in docs/, never by names of files outside it."""
+of pages under docs/ (in code comments as in prose) from the repository's root, and so are the
+repository's paths written in backticks (a test file, a bench script, a config module), so a move
+breaks the build until its mentions move too; the design and the house style are cited by their
+paths in docs/, never by names of files outside it."""
 
 import re
 import subprocess
@@ -12,6 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # [text](target): the target up to a space, a closing parenthesis or an anchor.
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?(?:\s+\"[^\"]*\")?\)")
 DOCS_CITATION = re.compile(r"(?<![\w./-])docs/[\w./-]+?\.md\b")
+# `tests/api/test_schema.py`, `config/`: a path of ours in backticks, up to a `::test` or a space.
+TOP_LEVEL = (
+    "accounts|bench|bin|config|coupons|deploy|docs|events|oauth_cli|orders|requirements|stores"
+    "|templates|tests|webhooks"
+)
+BACKTICKED_PATH = re.compile(rf"`((?:{TOP_LEVEL})/[\w./-]*?)(?:::[^`]*)?`")
+# A paragraph about another project (the style anchors) names that project's paths, not ours.
+OUTSIDE_PROJECT = re.compile(r"NetBox|Zulip|Saleor|HackSoft|django-oauth-toolkit's", re.I)
 # The design and the style under their old names, cited as if they were in the repository.
 OUTSIDE_NAMES = re.compile(r"(?<![\w/])(?:DESIGN|STYLE)\.md\b")
 
@@ -59,6 +69,29 @@ def test_every_cited_docs_page_exists():
             if not (ROOT / match.group(0)).is_file():
                 missing.append(f"{_where(path, text, match.start())}: {match.group(0)}")
     assert not missing, "cited pages that do not exist:\n" + "\n".join(missing)
+
+
+def test_every_backticked_repository_path_exists():
+    missing = []
+    for path in tracked_files():
+        text = path.read_text(encoding="utf-8")
+        for paragraph_start, paragraph in _paragraphs(text):
+            if OUTSIDE_PROJECT.search(paragraph):
+                continue
+            for match in BACKTICKED_PATH.finditer(paragraph):
+                cited = match.group(1)
+                if not (ROOT / cited).exists():
+                    where = _where(path, text, paragraph_start + match.start())
+                    missing.append(f"{where}: {cited}")
+    assert not missing, "backticked paths that do not exist:\n" + "\n".join(missing)
+
+
+def _paragraphs(text: str):
+    start = 0
+    for separator in re.finditer(r"\n\s*\n", text):
+        yield start, text[start : separator.start()]
+        start = separator.end()
+    yield start, text[start:]
 
 
 def test_the_design_and_the_style_are_cited_by_their_paths_in_docs():

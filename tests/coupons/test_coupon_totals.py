@@ -1,5 +1,5 @@
 """The coupon lists' totals (`meta.total`) come from per-store counters that PostgreSQL
-triggers keep in the writer's transaction (docs/decisions.md "List growth: maintained list
+triggers keep in the writer's transaction (docs/decisions/coupons.md "List growth: maintained list
 totals and deferred joins"): they must stay exact after every kind of write, bulk and
 concurrent ones included."""
 

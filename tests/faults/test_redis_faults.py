@@ -3,7 +3,7 @@ Celery worker (with its embedded beat, which runs the delivery sweeper) on a Red
 test's own, stopped for OUTAGE_SECONDS while paced API clients, a sign-in prober and a webhook
 receiver run, then started again, empty, on the same port.
 
-What is documented and checked (docs/conventions.md, docs/decisions.md "Sign-in while
+What is documented and checked (docs/conventions.md, docs/decisions/hardening.md "Sign-in while
 Redis is down", docs/decisions/webhooks.md):
 - API-key requests keep answering: the rate limiter fails open (served, no X-RateLimit-*
   headers, not even for a credential over its budget) and counts again after Redis returns;

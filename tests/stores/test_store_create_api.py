@@ -190,7 +190,7 @@ def test_the_creation_limit_429_carries_no_request_budget_headers(
     assert int(first["X-RateLimit-Remaining"]) > 100
     # when
     response = create(auth_client, {"name": "Two", "slug": "two-shop"}, key="key-2")
-    # then: only the limit that refused it speaks (docs/decisions.md "Rate limits")
+    # then: only the limit that refused it speaks (docs/decisions/foundation.md "Rate limits")
     assert response.status_code == 429
     assert int(response["Retry-After"]) >= 1
     for header in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):

@@ -9,7 +9,7 @@ class Command(BaseCommand):
         "Recomputes the maintained list totals (coupons live/deleted, webhook deliveries) of "
         "every store, or of one, repairs them and reports the drift found. Needed only after "
         "rows were written with the triggers off (e.g. a restore with "
-        'session_replication_role = replica); docs/decisions.md "List growth".'
+        'session_replication_role = replica); docs/decisions/coupons.md "List growth".'
     )
 
     def add_arguments(self, parser):
