@@ -96,6 +96,51 @@ def test_a_cursor_altered_anywhere_is_400(auth_client, store, where):
     assert response.json()["param"] == "cursor"
 
 
+def _base64(size: int) -> str:
+    return base64.urlsafe_b64encode(bytes(size)).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "A",  # not even a byte
+        _base64(12),  # a nonce and nothing else
+        _base64(28),  # a nonce and a tag, no text
+        _base64(284),  # a cursor's length, all zeros
+        "é" * 10,  # not base64 at all
+    ],
+    ids=["one-char", "nonce-only", "no-text", "zeros", "non-ascii"],
+)
+def test_a_cursor_that_only_looks_sealed_is_400(auth_client, store, raw):
+    response = auth_client.get("/api/v2/events", {"cursor": raw})
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_request"
+    assert response.json()["param"] == "cursor"
+
+
+BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+@pytest.mark.parametrize("variant", ["padded", "unused-bits"])
+def test_only_the_exact_text_issued_is_accepted(auth_client, store, variant):
+    # given a cursor; its base64 has 2 unused bits in its last character (284 bytes)
+    record_committed(store)
+    cursor = auth_client.get("/api/v2/events").json()["meta"]["next_cursor"]
+    last = BASE64URL.index(cursor[-1])
+    # when it is sent as a text that decodes to the very same bytes
+    same_bytes = {
+        "padded": cursor + "=",
+        "unused-bits": cursor[:-1] + BASE64URL[last ^ 1],
+    }[variant]
+    assert base64.urlsafe_b64decode(same_bytes + "=" * (-len(same_bytes) % 4)) == (
+        base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    )
+    # then it is refused: one cursor, one text (and a one-character change is always a 400)
+    response = auth_client.get("/api/v2/events", {"cursor": same_bytes})
+    assert response.status_code == 400
+    assert response.json()["param"] == "cursor"
+
+
 def _issued_sealed(client, store):
     """A cursor the API issues, positioned after one event."""
     record_committed(store, subject=("coupon", "seen"))
