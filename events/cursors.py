@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core import signing
+from django.utils.encoding import force_bytes
 
 from config.api.errors import BadRequest, Conflict
 
@@ -190,9 +191,9 @@ def _signed_payload(raw: str):
 
 
 @functools.lru_cache(maxsize=8)
-def _cipher(secret: str) -> AESGCMSIV:
+def _cipher(secret: str | bytes) -> AESGCMSIV:
     """The cursor cipher of one secret (HKDF-SHA256, RFC 5869), derived once per process."""
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=CURSOR_KEY_INFO).derive(
-        secret.encode()
+        force_bytes(secret)  # Django accepts str or bytes keys
     )
     return AESGCMSIV(key)
