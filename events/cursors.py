@@ -1,5 +1,5 @@
-"""Journal cursors (docs/design.md "Event journal"): HMAC-signed with Django signing, bound to
-the store and the exact filter set.
+"""Journal cursors (docs/design.md "Event journal"): opaque, bound to the store and the exact
+filter set.
 
 A cursor carries the position (txid, event id) up to which the client has seen every event
 matching its filters (none yet: the start) and the store's prune mark as it was when the
@@ -16,18 +16,44 @@ cursor a page answers with is numbered one more than the cursor it was asked wit
 equals it, also when the position did not move (an idle journal). Generated API clients refuse
 a `next_cursor` equal to the cursor they sent (cycle detection). The sequence is not part of
 the position: two cursors of one position serve the same events.
+
+A cursor is sealed with authenticated encryption (AES-GCM-SIV, RFC 8452; a key derived from
+SECRET_KEY): its holder learns nothing from it, neither the internal store id nor the journal
+position, whose transaction ids move with every write of every tenant (docs/decisions/
+hardening.md "7."). Every cursor is padded to one length, so its size tells nothing either.
+It is opened with SECRET_KEY or any of SECRET_KEY_FALLBACKS, so a key rotation keeps issued
+cursors valid until the old key leaves the fallbacks ("8 (event cursors).").
+
+Cursors issued before that (Django-signed, `payload:signature`) are still read, never issued:
+a poller's next page already answers with a sealed one.
 """
 
+import base64
+import binascii
+import functools
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from django.conf import settings
 from django.core import signing
+from django.utils.encoding import force_bytes
 
 from config.api.errors import BadRequest, Conflict
 
+# What the key is derived for: another use of SECRET_KEY never shares this key.
+CURSOR_KEY_INFO = b"storefront events.cursor v2"
+# Django-signed cursors (before the sealed form): read only.
 CURSOR_SALT = "events.cursor.v1"
 CURSOR_MAX_LENGTH = 512
+_NONCE_BYTES = 12
+# Plaintexts are padded to a multiple of this: every cursor of a real journal has one length.
+_PADDED_BYTES = 256
 
 
 @dataclass(frozen=True, order=True)
@@ -80,20 +106,17 @@ def cursor_encode(*, store_id: int, filters: dict[str, str], cursor: JournalCurs
         "m": _pair(cursor.prune_mark),
         "n": cursor.sequence,
     }
-    return signing.dumps(payload, salt=CURSOR_SALT, compress=True)
+    return cursor_seal(payload)
 
 
 def cursor_decode(raw: str, *, store_id: int, filters: dict[str, str]) -> JournalCursor:
     """The cursor, if it is ours and from this store and filter set.
 
-    Malformed or tampered -> 400; signed by us but for another store or filter set -> 409.
+    Malformed or tampered -> 400; ours but for another store or filter set -> 409.
     """
     if len(raw) > CURSOR_MAX_LENGTH:
         raise BadRequest("The cursor is malformed.", param="cursor")
-    try:
-        payload = signing.loads(raw, salt=CURSOR_SALT)
-    except (signing.BadSignature, ValueError, UnicodeDecodeError):
-        raise BadRequest("The cursor is malformed or was altered.", param="cursor") from None
+    payload = _signed_payload(raw) if ":" in raw else _sealed_payload(raw)
     if not (
         isinstance(payload, dict)
         and type(payload.get("s")) is int
@@ -116,3 +139,61 @@ def cursor_decode(raw: str, *, store_id: int, filters: dict[str, str]) -> Journa
             param="cursor",
         )
     return cursor
+
+
+def cursor_seal(payload: dict) -> str:
+    """`payload` encrypted and authenticated under SECRET_KEY, as URL-safe base64.
+
+    A random nonce per cursor; AES-GCM-SIV rather than AES-GCM because a platform's polls
+    issue billions of cursors under one key, past the 2**32 random nonces GCM allows, and
+    GCM-SIV survives a repeated nonce (it then reveals only that two plaintexts are equal).
+    """
+    plaintext = json.dumps(payload, separators=(",", ":")).encode()
+    plaintext += b" " * (-len(plaintext) % _PADDED_BYTES)  # JSON ignores trailing blanks
+    nonce = os.urandom(_NONCE_BYTES)
+    return _text(nonce + _cipher(settings.SECRET_KEY).encrypt(nonce, plaintext, None))
+
+
+def _text(sealed: bytes) -> str:
+    return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
+
+
+def _sealed_payload(raw: str):
+    malformed = BadRequest("The cursor is malformed or was altered.", param="cursor")
+    try:
+        sealed = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+    except (binascii.Error, ValueError):
+        raise malformed from None
+    # Only the exact text we issued: the decoder skips stray characters and unused last bits.
+    if _text(sealed) != raw:
+        raise malformed
+    nonce, ciphertext = sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:]
+    if len(nonce) < _NONCE_BYTES:
+        raise malformed
+    for secret in [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]:
+        try:
+            plaintext = _cipher(secret).decrypt(nonce, ciphertext, None)
+        except InvalidTag:  # altered, or sealed under another key
+            continue
+        try:
+            return json.loads(plaintext)
+        except ValueError:
+            raise malformed from None
+    raise malformed
+
+
+def _signed_payload(raw: str):
+    """A cursor from before the sealed form; Django's signing also tries the fallbacks."""
+    try:
+        return signing.loads(raw, salt=CURSOR_SALT)
+    except (signing.BadSignature, ValueError, UnicodeDecodeError):
+        raise BadRequest("The cursor is malformed or was altered.", param="cursor") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _cipher(secret: str | bytes) -> AESGCMSIV:
+    """The cursor cipher of one secret (HKDF-SHA256, RFC 5869), derived once per process."""
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=CURSOR_KEY_INFO).derive(
+        force_bytes(secret)  # Django accepts str or bytes keys
+    )
+    return AESGCMSIV(key)

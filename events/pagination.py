@@ -1,7 +1,7 @@
 """The journal's cursor pagination (docs/design.md "Event journal"): `cursor` and `limit` in,
 `{data, meta: {next_cursor, has_more, retention_days}}` out.
 
-Keyset pages over `(txid, id)` (events/selectors.py `journal_page`), with a signed cursor bound
+Keyset pages over `(txid, id)` (events/selectors.py `journal_page`), with an opaque cursor bound
 to the store and the exact filter set the view applied (`view.journal_filters`).
 """
 
@@ -62,8 +62,15 @@ class JournalPagination(BasePagination):
                 "maxLength": CURSOR_MAX_LENGTH,
                 "description": "Send as `cursor` to get the events after this page. Present on "
                 "every page, empty ones included, and never equal to the request's `cursor`.",
-                # drf-spectacular builds the list's example from these examples.
-                "example": ".eJyrVipWsjLSUTJUslIqzsxNTM7ILFLSUcpSsjI0:1tAbCd:x3kD9sQ",
+                # drf-spectacular builds the list's example from these examples; a real cursor's
+                # length (every cursor has it, events/cursors.py).
+                "example": (
+                    "-q9l8-RJdqT795q6ryjLLk0gDelHZTv8XJdRFUQ6cdXa_M5gfwFB3vFg7Z_qYlvHN0Vwa0sltIqt"
+                    "68Ynghl9KvFhiyO3vydlNPyBaF_W3Q_UHuFlUdsuxKY6I01dvMmw9ZYlaqPQFePfes5w7g5tLES6"
+                    "d-xhal8yTyM1KkVERU5AnFbsBp0JlI111Dp1H2j_fo1MdzO41DpHs_dKZ5s4S05RQrILoUKoxnrp"
+                    "4nWFNb53G27N5oszta0M8zCVGqh6WPfao1qif5Ipt7A-4-tasJZJ_pDbADFtp8rFckLsd0yEpZFc"
+                    "s_j7OAwvaqpwX-CEsuR73pL-1tXH3FjZmvqIWbJlzb6qy0aIPK7lQfyxPBY9Vr0WVtY4FfigYOg"
+                ),
             },
             has_more={
                 "type": "boolean",

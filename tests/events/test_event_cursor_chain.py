@@ -8,7 +8,7 @@ sent (cycle detection), so a repeated cursor would stop them exactly when the jo
 import pytest
 from django.core import signing
 
-from events.cursors import CURSOR_SALT, filters_fingerprint
+from events.cursors import CURSOR_SALT, cursor_seal, filters_fingerprint
 from orders.services import order_complete, order_place
 from tests.events.helpers import record_committed
 
@@ -86,7 +86,8 @@ def test_every_older_cursor_of_the_chain_still_reads_the_same_events(auth_client
 
 
 def _signed(payload: dict) -> str:
-    """A cursor as the server signs it (events/cursors.py), with a payload of our choosing."""
+    """A cursor as the server signed it before sealing (events/cursors.py), with a payload of
+    our choosing."""
     return signing.dumps(payload, salt=CURSOR_SALT, compress=True)
 
 
@@ -103,9 +104,10 @@ def test_a_cursor_issued_before_the_chain_sequence_is_accepted(auth_client, stor
     assert next_cursor != legacy
 
 
+@pytest.mark.parametrize("seal", [cursor_seal, _signed], ids=["sealed", "signed"])
 @pytest.mark.parametrize("sequence", [-1, "1", 1.5, None, True])
-def test_a_cursor_with_a_malformed_sequence_is_400(auth_client, store, sequence):
-    cursor = _signed(
+def test_a_cursor_with_a_malformed_sequence_is_400(auth_client, store, sequence, seal):
+    cursor = seal(
         {"s": store.pk, "f": filters_fingerprint({}), "p": None, "m": None, "n": sequence}
     )
     response = auth_client.get("/api/v2/events", {"cursor": cursor})

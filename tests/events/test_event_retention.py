@@ -278,3 +278,40 @@ def test_a_filtered_cursor_whose_unseen_matching_events_were_pruned_is_410(auth_
     assert response.json()["fallback"]["url"] == (
         f"{settings.BASE_URL}/api/v2/events?type=coupon.created"
     )
+
+
+@pytest.mark.django_db
+def test_the_retention_cutoff_is_exactly_30_days(store):
+    # given, on a frozen clock, one event an hour past 30 days and one an hour short of it
+    now = timezone.now()
+    past, within = old_events(store, 2, age_days=0)
+    Event.objects.filter(pk=past.pk).update(occurred_at=now - timedelta(days=30, hours=1))
+    Event.objects.filter(pk=within.pk).update(occurred_at=now - timedelta(days=29, hours=23))
+    # when
+    deleted = events_prune(now=now)
+    # then
+    assert deleted == 1
+    assert list(Event.objects.values_list("id", flat=True)) == [within.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cursor_stopped_inside_a_transaction_on_the_last_pruned_event_is_not_expired(
+    auth_client, store
+):
+    from django.db import transaction
+
+    from events.services import record
+
+    # given two events of one transaction, and a poller that has read the first of them
+    with transaction.atomic():
+        first = record(store=store, type="coupon.created", subject=("coupon", "1"))
+        second = record(store=store, type="coupon.created", subject=("coupon", "2"))
+    assert first.txid == second.txid
+    page = auth_client.get("/api/v2/events", {"limit": 1})
+    assert _ids(page) == [first.id]
+    # when retention deletes exactly that first event
+    Event.objects.filter(pk=first.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    assert events_prune() == 1
+    # then the cursor missed nothing: it reads the second event of the transaction, not a 410
+    after = auth_client.get("/api/v2/events", {"limit": 1, "cursor": _next(page)})
+    assert _ids(after) == [second.id]
