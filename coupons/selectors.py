@@ -6,9 +6,10 @@ from collections import namedtuple
 from django.db import connection
 from psycopg.types.datetime import TimestamptzLoader
 
-from config.api.errors import NotFound
+from config.api.errors import NotFound, ValidationFailed
 from config.db import PreparedStatement
 from coupons.models import Coupon, CouponQuerySet, CouponTotal
+from coupons.search import Search
 from stores.models import Store
 
 TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY = "without", "with", "only"
@@ -95,6 +96,21 @@ def coupon_page(
         return [], cursor.fetchone()[0]
 
 
+def coupon_search(
+    coupons: CouponQuerySet, *, store: Store, trashed: str, search: Search
+) -> CouponQuerySet:
+    """The `trashed` listing of `coupons` (the store's, in id order) narrowed and ordered as
+    `search` says (coupons/search.py), its total a count of the rows that match (the listing's
+    maintained total counts them all). An empty search is the listing itself."""
+    if not search.condition and search.order_by == ("id",):
+        return coupon_listing(coupons, store=store, trashed=trashed)
+    if trashed == TRASHED_ONLY:
+        coupons = coupons.deleted()
+    elif trashed == TRASHED_WITHOUT:
+        coupons = coupons.live()
+    return coupons.filter(search.condition).order_by(*search.order_by)
+
+
 def coupon_get(*, store: Store, coupon_id: int) -> Coupon:
     """A live coupon of `store`; another store's or a deleted coupon is a 404 alike."""
     coupon = Coupon.objects.live().filter(store=store, pk=coupon_id).first()
@@ -102,3 +118,22 @@ def coupon_get(*, store: Store, coupon_id: int) -> Coupon:
         raise NotFound("No such coupon in this store.")
     coupon.store = store
     return coupon
+
+
+def coupons_get_many(*, store: Store, keyed_ids: dict) -> dict:
+    """The live coupons of `store` named by `keyed_ids` (key -> id), by key; a 422 names each
+    key whose coupon is another store's, deleted or unknown (a batch names its resources)."""
+    found = {
+        coupon.pk: coupon
+        for coupon in Coupon.objects.live().filter(store=store, pk__in=set(keyed_ids.values()))
+    }
+    missing = {
+        f"resources.{key}": ["is not a live coupon of this store"]
+        for key, coupon_id in keyed_ids.items()
+        if coupon_id not in found
+    }
+    if missing:
+        raise ValidationFailed(missing)
+    for coupon in found.values():
+        coupon.store = store
+    return {key: found[coupon_id] for key, coupon_id in keyed_ids.items()}

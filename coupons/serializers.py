@@ -8,13 +8,16 @@ rules that need the database (live code uniqueness, the merged state under the r
 coupons/services.py.
 """
 
+import re
 from datetime import MAXYEAR, UTC, datetime
+from decimal import Decimal, InvalidOperation
 
 from django.core.validators import RegexValidator
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import (
     PolymorphicProxySerializer,
+    extend_schema_field,
     extend_schema_serializer,
 )
 from rest_framework import serializers
@@ -22,20 +25,33 @@ from rest_framework import serializers
 from config.api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from config.api.schema import response_example
 from coupons.models import (
+    COUPON_DEFAULTS,
     MAX_INTEGER,
-    PERCENTAGE_DISCOUNT_RULE,
+    MONEY_MAX,
     PERCENTAGE_MAX_DISCOUNT,
+    SUBSCRIPTION_PAYMENTS_MAX,
+    SUBSCRIPTION_PAYMENTS_RULE,
+    TARGET_FIELDS,
+    TIED_FIELDS,
     Coupon,
-    discount_exceeds_type,
+    coupon_rule_errors,
+    coupon_settle,
 )
 from coupons.selectors import CouponRow
 
 REQUIRED = "is required"
-CODE_RULE = "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'"
+CODE_MAX_LENGTH = Coupon._meta.get_field("code").max_length
+CODE_RULE = f"must be 1 to {CODE_MAX_LENGTH} characters of A-Z, a-z, 0-9, '_' and '-'"
 # \A and \Z: a whole-string match ("$" would let a trailing newline through); drf-spectacular
 # states them as ^ and $ in the schema's pattern.
-CODE_PATTERN = r"\A[A-Za-z0-9_-]{1,64}\Z"
+CODE_PATTERN = rf"\A[A-Za-z0-9_-]{{1,{CODE_MAX_LENGTH}}}\Z"
 TYPE_RULE = "must be PERCENTAGE or AMOUNT"
+APPLIES_TO_RULE = "must be one_time or subscriptions"
+# A numeric string as the SDK sends one: digits, then at most two decimals; no sign, exponent,
+# spaces or separators.
+AMOUNT_PATTERN = r"^[0-9]{1,10}(\.[0-9]{1,2})?$"
+PRODUCT_IDS_MAX = 100
+MAX_ID = 2**63 - 1
 # The last whole second of year 9999 in UTC. "9999-12-31T23:59:59-01:00" is year 10000 in UTC:
 # PostgreSQL would store it, but no Python datetime (so no read of the row) could hold it.
 LATEST_EXPIRES_AT = datetime(MAXYEAR, 12, 31, 23, 59, 59, tzinfo=UTC)
@@ -46,11 +62,16 @@ COUPON_EXAMPLE = {
     "id": 42,
     "code": "SUMMER25",
     "type": "PERCENTAGE",
-    "discount": 25,
+    "discount": "25.00",
     "store_wide": True,
     "limit": 100,
-    "minimum_amount": 50,
+    "minimum_amount": "50.00",
     "expires_at": "2030-09-01T00:00:00Z",
+    "maximum_discount_amount": "40.00",
+    "applies_to": "one_time",
+    "subscription_payments": None,
+    "products": [],
+    "product_variants": [],
     "created_at": "2026-06-01T09:30:00Z",
     "updated_at": "2026-06-01T09:30:00Z",
     "store_id": 7,
@@ -59,21 +80,41 @@ COUPON_EXAMPLE = {
 # The request that creates COUPON_EXAMPLE: its writable fields.
 COUPON_CREATE_EXAMPLE = {
     name: COUPON_EXAMPLE[name]
-    for name in ("code", "type", "discount", "store_wide", "limit", "minimum_amount", "expires_at")
+    for name in (
+        "code",
+        "type",
+        "discount",
+        "store_wide",
+        "limit",
+        "minimum_amount",
+        "expires_at",
+        "maximum_discount_amount",
+    )
 }
+COUPON_CREATE_EXAMPLE["discount"] = 25
+COUPON_CREATE_EXAMPLE["minimum_amount"] = "50"
 COUPON_AMOUNT_CREATE_EXAMPLE = {
     "code": "TENOFF",
     "type": "AMOUNT",
-    "discount": 10,
-    "store_wide": True,
+    "discount": "9.99",
+    "store_wide": False,
+    "products": [1201, 1202],
+    "applies_to": "subscriptions",
+    "subscription_payments": 3,
 }
 COUPON_UPDATE_EXAMPLE = {"discount": 30, "expires_at": "2030-12-31T23:59:59Z"}
+COUPON_UPDATED_EXAMPLE = {
+    **COUPON_EXAMPLE,
+    "discount": "30.00",
+    "expires_at": "2030-12-31T23:59:59Z",
+}
 
 
 # The item of the paginated list (GET /api/v1/coupons builds its page example from it).
 @extend_schema_serializer(examples=[response_example("Coupon", COUPON_EXAMPLE)])
 class CouponSerializer(serializers.ModelSerializer):
-    """The bare v1 coupon: integer ids, every field present (null where unset), UTC `Z` times."""
+    """The coupon: integer ids, every field present (null where unset), amounts as quoted
+    numeric strings with two decimals, UTC `Z` times. Bare on v1, in `data` on v2."""
 
     store_id = serializers.IntegerField(read_only=True)
 
@@ -89,6 +130,11 @@ class CouponSerializer(serializers.ModelSerializer):
             "limit",
             "minimum_amount",
             "expires_at",
+            "maximum_discount_amount",
+            "applies_to",
+            "subscription_payments",
+            "products",
+            "product_variants",
             "created_at",
             "updated_at",
             "store_id",
@@ -106,16 +152,26 @@ class CouponSerializer(serializers.ModelSerializer):
             "id": coupon.id,
             "code": coupon.code,
             "type": coupon.type,
-            "discount": coupon.discount,
+            "discount": amount(coupon.discount),
             "limit": coupon.limit,
             "store_wide": coupon.store_wide,
-            "minimum_amount": coupon.minimum_amount,
+            "minimum_amount": amount(coupon.minimum_amount),
             "expires_at": utc_timestamp(coupon.expires_at),
+            "maximum_discount_amount": amount(coupon.maximum_discount_amount),
+            "applies_to": coupon.applies_to,
+            "subscription_payments": coupon.subscription_payments,
+            "products": coupon.products,
+            "product_variants": coupon.product_variants,
             "created_at": utc_timestamp(coupon.created_at),
             "updated_at": utc_timestamp(coupon.updated_at),
             "store_id": coupon.store_id,
             "deleted_at": utc_timestamp(coupon.deleted_at),
         }
+
+
+def amount(value: Decimal | None) -> str | None:
+    """A numeric(12,2) as the quoted string DRF's DecimalField renders: "25.00"."""
+    return None if value is None else f"{value:.2f}"
 
 
 def utc_timestamp(value: datetime | None) -> str | None:
@@ -189,6 +245,78 @@ class ExpiresAtField(serializers.DateTimeField):
         return in_utc
 
 
+class AmountField(serializers.Field):
+    """Dollars with at most two decimals, as a JSON number or a numeric string (the SDK sends
+    either); a boolean, an exponent or a third decimal is refused, never rounded."""
+
+    def __init__(self, *, minimum: Decimal, maximum: Decimal = MONEY_MAX, **kwargs):
+        self.minimum, self.maximum = minimum, maximum
+        rule = (
+            f"must be a number or a numeric string between {minimum} and {maximum}, with at most "
+            "two decimals"
+        )
+        if kwargs.get("allow_null"):
+            rule += ", or null"
+        kwargs["error_messages"] = _messages(rule)
+        super().__init__(**kwargs)
+        # The schema of this instance's bounds (as django-filter fields are annotated one by
+        # one in coupons/filters.py).
+        extend_schema_field(
+            {
+                "oneOf": [
+                    {"type": "number", "minimum": float(minimum), "maximum": float(maximum)},
+                    {"type": "string", "pattern": AMOUNT_PATTERN, "maxLength": 13},
+                ]
+            }
+        )(self)
+
+    def to_internal_value(self, data) -> Decimal:
+        if isinstance(data, str) and re.fullmatch(AMOUNT_PATTERN, data):
+            amount = Decimal(data)
+        elif isinstance(data, int | float) and not isinstance(data, bool):
+            try:
+                amount = Decimal(repr(data)) if isinstance(data, float) else Decimal(data)
+            except InvalidOperation:
+                self.fail("invalid")
+            if not amount.is_finite() or amount.as_tuple().exponent < -2:
+                self.fail("invalid")
+        else:
+            self.fail("invalid")
+        if not self.minimum <= amount <= self.maximum:
+            self.fail("invalid")
+        return amount.quantize(Decimal("0.01"))
+
+    def to_representation(self, value):
+        return None if value is None else f"{value:.2f}"
+
+
+class ProductIdsField(serializers.ListField):
+    """At most PRODUCT_IDS_MAX distinct positive integer ids."""
+
+    def __init__(self, **kwargs):
+        rule = f"must be a list of at most {PRODUCT_IDS_MAX} distinct integer ids from 1"
+        super().__init__(
+            child=StrictIntegerField(min_value=1, max_value=MAX_ID, error_messages=_messages(rule)),
+            max_length=PRODUCT_IDS_MAX,
+            error_messages=_messages(rule) | {"not_a_list": rule},
+            **kwargs,
+        )
+        self._rule = rule
+
+    def to_internal_value(self, data) -> list[int]:
+        ids = super().to_internal_value(data)
+        if len(set(ids)) != len(ids):
+            raise serializers.ValidationError(self._rule)
+        return ids
+
+    def run_child_validation(self, data):
+        # One message for the field, not one per bad item (keyed by index).
+        try:
+            return super().run_child_validation(data)
+        except serializers.ValidationError:
+            raise serializers.ValidationError(self._rule) from None
+
+
 class CodeField(StrictCharField):
     """Its pattern states the length too, so a code over 64 characters broke both validators
     with the same rule: one message per rule (issue 23). max_length stays for the schema."""
@@ -207,16 +335,22 @@ class CouponWriteSerializer(CouponSerializer):
     timestamps, unknown ones) are ignored. PATCH (`partial=True`) checks the merged coupon."""
 
     code = CodeField(
-        max_length=64,
+        max_length=CODE_MAX_LENGTH,
         trim_whitespace=False,
         validators=[RegexValidator(CODE_PATTERN, message=CODE_RULE)],
         error_messages=_messages(CODE_RULE),
     )
     type = _type(Coupon.TYPE_CHOICES)
-    discount = _integer(1, help_text="1 to 100 for PERCENTAGE; whole dollars for AMOUNT.")
+    discount = AmountField(
+        minimum=Decimal(1),
+        help_text="1 to 100 for PERCENTAGE (below 100 for a subscriptions coupon); dollars for "
+        "AMOUNT. Returned as a string with two decimals.",
+    )
     store_wide = StrictBooleanField(error_messages=_messages("must be true or false"))
     limit = _integer(1, required=False, allow_null=True)
-    minimum_amount = _integer(0, required=False, allow_null=True, help_text="Whole dollars.")
+    minimum_amount = AmountField(
+        minimum=Decimal(0), required=False, allow_null=True, help_text="Dollars."
+    )
     expires_at = ExpiresAtField(
         required=False,
         allow_null=True,
@@ -225,27 +359,58 @@ class CouponWriteSerializer(CouponSerializer):
         "9999-12-31T23:59:59Z once converted to UTC (so 9999-12-31T23:59:59-01:00 is refused); "
         "stored and returned in UTC.",
     )
+    maximum_discount_amount = AmountField(
+        minimum=Decimal("0.01"),
+        required=False,
+        allow_null=True,
+        help_text="The most a PERCENTAGE coupon takes off, in dollars; null (no cap) for AMOUNT.",
+    )
+    applies_to = serializers.ChoiceField(
+        choices=Coupon.APPLIES_TO_CHOICES,
+        required=False,
+        error_messages=_messages(APPLIES_TO_RULE),
+        help_text="one_time (the default) or subscriptions.",
+    )
+    subscription_payments = StrictIntegerField(
+        min_value=1,
+        max_value=SUBSCRIPTION_PAYMENTS_MAX,
+        required=False,
+        allow_null=True,
+        error_messages=_messages(SUBSCRIPTION_PAYMENTS_RULE),
+        help_text="How many payments a subscriptions coupon discounts (the signup payment "
+        "first); required with subscriptions, stored as null for one_time.",
+    )
+    products = ProductIdsField(
+        required=False,
+        help_text="Ids of the store's products; store_wide false needs at least one product or "
+        "variant. Kept as references (docs/decisions/coupons.md).",
+    )
+    product_variants = ProductIdsField(required=False, help_text="Ids of product variants.")
 
     def validate(self, attrs: dict) -> dict:
-        # On PATCH the stored values fill what the body leaves out: switching `type` to
-        # PERCENTAGE over a stored discount of 150 is refused on `discount`.
-        merged = {
-            name: attrs.get(name, getattr(self.instance, name, None))
-            for name in ("type", "discount")
-        }
-        if discount_exceeds_type(**merged):
-            raise serializers.ValidationError({"discount": [PERCENTAGE_DISCOUNT_RULE]})
+        # PATCH merges over the stored coupon (switching `type` to PERCENTAGE over a stored
+        # discount of 150 is refused on `discount`); create and PUT over COUPON_DEFAULTS.
+        if self.partial and self.instance is not None:
+            base = {name: getattr(self.instance, name) for name in TIED_FIELDS}
+        else:
+            base = COUPON_DEFAULTS
+        state = coupon_settle({**base, **attrs})
+        targets = not self.partial or any(name in attrs for name in TARGET_FIELDS)
+        if errors := coupon_rule_errors(state, targets=targets):
+            raise serializers.ValidationError(errors)
         return attrs
 
 
 class CouponPercentageSerializer(CouponWriteSerializer):
     type = _type([Coupon.TYPE_PERCENTAGE])
-    discount = _integer(1, PERCENTAGE_MAX_DISCOUNT, help_text="A percentage.")
+    discount = AmountField(
+        minimum=Decimal(1), maximum=Decimal(PERCENTAGE_MAX_DISCOUNT), help_text="A percentage."
+    )
 
 
 class CouponAmountSerializer(CouponWriteSerializer):
     type = _type([Coupon.TYPE_AMOUNT])
-    discount = _integer(1, help_text="Whole dollars.")
+    discount = AmountField(minimum=Decimal(1), help_text="Dollars.")
 
 
 # The create body as the schema states it: the discount range depends on the type. Requests

@@ -75,7 +75,7 @@ def test_list_is_in_id_order_with_every_field(store, auth_client):
     body = auth_client.get("/api/v1/coupons").json()
     assert [c["id"] for c in body["data"]] == [c.id for c in coupons]
     assert body["data"][0]["store_id"] == store.id
-    assert len(body["data"][0]) == 12
+    assert len(body["data"][0]) == 17
 
 
 def test_default_page_size_is_15(store, auth_client):
