@@ -249,26 +249,44 @@ class AmountField(serializers.Field):
     """Dollars with at most two decimals, as a JSON number or a numeric string (the SDK sends
     either); a boolean, an exponent or a third decimal is refused, never rounded."""
 
-    def __init__(self, *, minimum: Decimal, maximum: Decimal = MONEY_MAX, **kwargs):
-        self.minimum, self.maximum = minimum, maximum
+    def __init__(
+        self,
+        *,
+        minimum: Decimal,
+        maximum: Decimal = MONEY_MAX,
+        nullable: bool = False,
+        **kwargs,
+    ):
+        self.minimum, self.maximum, self.nullable = minimum, maximum, nullable
         rule = (
             f"must be a number or a numeric string between {minimum} and {maximum}, with at most "
             "two decimals"
         )
-        if kwargs.get("allow_null"):
+        if nullable:
             rule += ", or null"
         kwargs["error_messages"] = _messages(rule)
         super().__init__(**kwargs)
-        # The schema of this instance's bounds (as django-filter fields are annotated one by
-        # one in coupons/filters.py).
+        # The schema of this instance (as django-filter fields are annotated one by one in
+        # coupons/filters.py). Null belongs to the number variant: OpenAPI 3.0's `nullable`
+        # needs a `type` beside it, and a oneOf has none.
+        number = {"type": "number", "minimum": float(minimum), "maximum": float(maximum)}
+        if nullable:
+            number["nullable"] = True
         extend_schema_field(
             {
                 "oneOf": [
-                    {"type": "number", "minimum": float(minimum), "maximum": float(maximum)},
+                    number,
                     {"type": "string", "pattern": AMOUNT_PATTERN, "maxLength": 13},
                 ]
             }
         )(self)
+
+    def validate_empty_values(self, data):
+        # Null is this field's own `nullable`, not DRF's allow_null (which would also have the
+        # schema say `nullable` beside the oneOf).
+        if data is None and self.nullable:
+            return True, None
+        return super().validate_empty_values(data)
 
     def to_internal_value(self, data) -> Decimal:
         if isinstance(data, str) and re.fullmatch(AMOUNT_PATTERN, data):
@@ -349,7 +367,7 @@ class CouponWriteSerializer(CouponSerializer):
     store_wide = StrictBooleanField(error_messages=_messages("must be true or false"))
     limit = _integer(1, required=False, allow_null=True)
     minimum_amount = AmountField(
-        minimum=Decimal(0), required=False, allow_null=True, help_text="Dollars."
+        minimum=Decimal(0), required=False, nullable=True, help_text="Dollars."
     )
     expires_at = ExpiresAtField(
         required=False,
@@ -362,7 +380,7 @@ class CouponWriteSerializer(CouponSerializer):
     maximum_discount_amount = AmountField(
         minimum=Decimal("0.01"),
         required=False,
-        allow_null=True,
+        nullable=True,
         help_text="The most a PERCENTAGE coupon takes off, in dollars; null (no cap) for AMOUNT.",
     )
     applies_to = serializers.ChoiceField(

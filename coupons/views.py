@@ -11,11 +11,16 @@ from rest_framework.viewsets import GenericViewSet
 
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import RequiredBodySchema
 from coupons import requests
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
-from coupons.schema import coupon_schema
+from coupons.schema import (
+    BATCH_DELETE_SCHEMA,
+    BATCH_UPDATE_SCHEMA,
+    CouponSchema,
+    CouponV2Schema,
+    coupon_schema,
+)
 from coupons.selectors import coupon_get, coupon_search, coupons_get_many
 from coupons.serializers import CouponSerializer, CouponWriteSerializer
 from coupons.services import (
@@ -43,7 +48,7 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     pagination_class = LaravelPagination.documented_at("/api/v1/coupons")
     lookup_url_kwarg = "id"  # the spec's path parameter name
     lookup_value_regex = "[0-9]+"
-    schema = RequiredBodySchema()
+    schema = CouponSchema()
 
     def get_queryset(self):
         return self.queryset.of_store(self.request.store)
@@ -110,6 +115,7 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
         return self.many(coupons, status.HTTP_201_CREATED)
 
     @batch_create.mapping.patch
+    @BATCH_UPDATE_SCHEMA
     @idempotent(operation="coupons.batch_update", replayed_statuses=[200, 422])
     def batch_update(self, request):
         keyed_ids = requests.batch_update_ids(request.data)
@@ -118,6 +124,7 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
         return self.many(coupon_batch_update(store=request.store, resources=resources))
 
     @batch_create.mapping.delete
+    @BATCH_DELETE_SCHEMA
     @idempotent(operation="coupons.batch_delete", replayed_statuses=[200, 422])
     def batch_delete(self, request):
         coupon_ids = requests.batch_delete_ids(request.data)
@@ -131,6 +138,7 @@ class CouponV2ViewSet(CouponViewSet):
 
     permission_classes = [StorePermission]
     pagination_class = LaravelPagination.documented_at("/api/v2/coupons")
+    schema = CouponV2Schema()
 
     def one(self, coupon: Coupon, status: int = status.HTTP_200_OK) -> Response:
         return Response({"data": CouponSerializer(coupon).data}, status=status)

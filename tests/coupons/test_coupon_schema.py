@@ -64,7 +64,7 @@ def test_create_body_states_the_discount_range_of_each_type(schema):
         assert variant["properties"]["limit"]["minimum"] == 1
         assert variant["properties"]["limit"]["nullable"] is True
         assert variant["properties"]["minimum_amount"]["oneOf"][0]["minimum"] == 0
-        assert variant["properties"]["minimum_amount"]["nullable"] is True
+        assert variant["properties"]["minimum_amount"]["oneOf"][0]["nullable"] is True
         assert variant["properties"]["subscription_payments"]["maximum"] == 36
         assert variant["properties"]["products"]["items"]["type"] == "integer"
         assert variant["properties"]["expires_at"]["format"] == "date-time"
