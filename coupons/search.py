@@ -313,8 +313,9 @@ def _ordering(sort: Any, *, fields: Mapping[str, SearchField], tiebreak: str) ->
     return tuple(ordering)
 
 
-# The coupon's own fields, as its representation names them (spec "Coupon (v1)"); the search
-# term looks in the code.
+# The coupon's own fields, as its representation names them (spec "Coupon (v1)", issue 32); the
+# search term looks in the code. `products` and `product_variants` are lists of references,
+# which no comparison of these operators reads as one value: not searchable.
 COUPON_FIELDS = {
     "id": integer("id"),
     "code": text("code"),
@@ -324,6 +325,9 @@ COUPON_FIELDS = {
     "store_wide": boolean("store_wide"),
     "minimum_amount": decimal("minimum_amount", nullable=True),
     "expires_at": timestamp("expires_at", nullable=True),
+    "maximum_discount_amount": decimal("maximum_discount_amount", nullable=True),
+    "applies_to": text("applies_to"),
+    "subscription_payments": integer("subscription_payments", nullable=True),
     "created_at": timestamp("created_at"),
     "updated_at": timestamp("updated_at"),
     "store_id": integer("store_id"),
