@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import requests
 
-from config.postgres_server import PostgresServer
+from devtools.postgres_server import PostgresServer
 from tests.settings_helpers import ROOT, production_environment
 
 BINARY = "/usr/sbin/pgbouncer"
@@ -30,7 +30,7 @@ BINARY = "/usr/sbin/pgbouncer"
 
 def as_postgres_user() -> list[str]:
     """PgBouncer refuses to run as root: it runs as the `postgres` user then, as PostgreSQL does
-    (config/postgres_server.py)."""
+    (devtools/postgres_server.py)."""
     return ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
 
 
