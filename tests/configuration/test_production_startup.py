@@ -99,6 +99,7 @@ def own_redis(tmp_path):
     server.close()
 
 
+@pytest.mark.worker
 @pytest.mark.parametrize(
     ("command", "started"),
     [
