@@ -98,7 +98,7 @@ def with_issuer(location: str, request) -> str:
 
 def discovery_document(base: str) -> dict:
     """RFC 8414 authorization server metadata for the service at `base`; also the source of
-    its OpenAPI schema and example (oauth_cli/schema.py)."""
+    its OpenAPI schema and example (oauth_cli/schema_cli.py)."""
     return {
         "issuer": base,
         "authorization_endpoint": f"{base}/oauth/authorize",
