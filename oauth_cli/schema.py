@@ -101,9 +101,8 @@ def header(name: str, schema, statuses, description: str = "") -> OpenApiParamet
 NO_STORE = {"type": "string", "enum": ["no-store"]}
 # 429 and 500 are the business envelope on every protocol endpoint (spec "Errors" 3).
 COMMON_ERRORS = {429: ERROR, 500: ERROR}
+# Every OAuth endpoint's, the consent form's too (config.api.middleware).
 TOO_LARGE = oauth_error("`invalid_request`: the body is over 2.5 MiB.", status=413)
-# The consent form's 413 is the error page (config.api.middleware).
-TOO_LARGE_PAGE = {(413, HTML): OpenApiResponse(OpenApiTypes.STR, "The 413 page.")}
 # 400 is also the envelope's `bad_request` when Django cannot parse the form body at all (a
 # multipart body without a boundary), before the view runs. Written as a schema: DRF has no
 # serializer for "one of two bodies" that stays inline.

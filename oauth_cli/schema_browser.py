@@ -16,7 +16,7 @@ from oauth_cli.schema import (
     HTML,
     MALFORMED_OR_PROTOCOL_ERROR,
     NO_STORE,
-    TOO_LARGE_PAGE,
+    TOO_LARGE,
     ProtocolEndpoint,
     form_example,
     header,
@@ -53,7 +53,7 @@ ANSWER_RESPONSES = {
     **oauth_error(
         "`invalid_request`: CSRF token (`_token`) missing or wrong.", html=True, status=403
     ),
-    **TOO_LARGE_PAGE,
+    **TOO_LARGE,
     **COMMON_ERRORS,
     **oauth_error(
         "`temporarily_unavailable`: the answer could not be recorded as used.",
