@@ -115,7 +115,8 @@ def test_a_body_over_the_limit_is_the_same_413_oauth_error_on_every_oauth_endpoi
 ):
     # Hardening IV point 9: the consent form's was an HTML page, while its 405 and the other
     # OAuth endpoints' 413 were the RFC 6749 §5.2 object. Every protocol operation the schema
-    # tags `oauth` (not the API's installation), each of its methods, signed in with a live consent page (the form's context).
+    # tags `oauth` (not the API's installation), each of its methods, signed in with a live
+    # consent page (the form's context).
     from oauth_cli.services import cli_application_ensure
     from tests.oauth_cli.flow import authorize_params, consent
 
