@@ -18,9 +18,11 @@ from urllib.parse import urlencode
 
 import pytest
 from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.test import Client
 
+from config.api.fields import StrictCharField
 from config.api.models import IdempotencyKey
 from events.services import record
 from oauth_cli.services import cli_application_ensure
@@ -408,3 +410,10 @@ def test_every_field_of_the_oauth_forms_is_refused_by_length_first(schema, world
         ("/oauth/authorize", "post", "auth_token"),
         ("/oauth/authorize", "delete", "_token"),
     } <= walked
+
+
+def test_a_request_string_field_without_a_bound_is_a_configuration_error():
+    # The class stays impossible for fields to come: a request string needs its length.
+    with pytest.raises(ImproperlyConfigured, match="max_length"):
+        StrictCharField()
+    assert StrictCharField(max_length=8).run_validation("12345678") == "12345678"
