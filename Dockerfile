@@ -34,18 +34,16 @@ COPY . .
 # Its metrics directory is a throwaway too: the build runs as root, and a root-owned
 # /var/lib/storefront/prometheus would refuse the non-root processes' counters.
 RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
-    ALLOWED_HOSTS=build.invalid REDIS_URL=redis://build.invalid:6379/0 \
+    ALLOWED_HOSTS=build.invalid BASE_URL=https://build.invalid REDIS_URL=redis://build.invalid:6379/0 \
     DATABASE_URL=postgres://build.invalid/storefront \
     PROMETHEUS_MULTIPROC_DIR=/tmp/collectstatic-metrics \
     python manage.py collectstatic --noinput
+# gunicorn's settings (bind, heartbeat files in /dev/shm, the control socket in the writable
+# /var/lib/storefront) are in config/gunicorn.conf.py, linked where gunicorn looks by default
+# (its working directory): an operator's own gunicorn command in the image gets them too.
+RUN ln -s config/gunicorn.conf.py /app/gunicorn.conf.py
 # Code and assets stay owned by root: the processes can read them, not change them.
 # Numeric, so orchestrators can verify it is not root (e.g. Kubernetes runAsNonRoot).
 USER 10001:10001
 EXPOSE 8000
-# Workers: WEB_CONCURRENCY (gunicorn reads it; about 2 per core). gunicorn's heartbeat files go
-# to memory (/dev/shm), not to a possibly slow container filesystem. Its control socket
-# (`gunicornc`) goes to the processes' writable directory: by default it is made under $HOME
-# (/app, read-only to them) and every start logged an ERROR. No access log: the app logs one
-# line per request (logger storefront.requests) with its request id.
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--worker-tmp-dir", "/dev/shm", \
-     "--control-socket", "/var/lib/storefront/gunicorn.ctl"]
+CMD ["gunicorn", "config.wsgi"]

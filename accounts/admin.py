@@ -2,7 +2,8 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
@@ -14,8 +15,51 @@ from accounts.services import api_key_create, api_key_expiry_validate, api_key_r
 from config.admin_filters import store_slug_filter
 from config.api.errors import ValidationFailed
 
-# Django's UserAdmin already refuses query-string lookups on the password hash.
-admin.site.register(User, UserAdmin)
+# What makes an account powerful: granted by superusers only (docs/decisions/hardening.md,
+# "Hardening IV", 5). Django's change_user permission alone would let staff grant themselves
+# anything, including is_superuser.
+PRIVILEGE_FIELDS = ("is_staff", "is_superuser", "groups", "user_permissions")
+
+
+@admin.register(User)
+class StorefrontUserAdmin(UserAdmin):
+    """Django's UserAdmin (which already refuses query-string lookups on the password hash),
+    with privileges in superusers' hands: other staff see the privilege fields read-only, and
+    may change or delete only accounts that hold none (or their own), since setting another
+    staff member's password is taking over that member's privileges."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = super().get_readonly_fields(request, obj)
+        if request.user.is_superuser:
+            return fields
+        return [*fields, *PRIVILEGE_FIELDS]
+
+    def _privileged_for(self, request, obj) -> bool:
+        if obj is None or request.user.is_superuser or obj.pk == request.user.pk:
+            return False
+        return obj.is_staff or obj.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        if self._privileged_for(request, obj):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        if self._privileged_for(request, obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class StorefrontGroupAdmin(GroupAdmin):
+    """A group's permissions are its members' permissions: only superusers set them."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = super().get_readonly_fields(request, obj)
+        return fields if request.user.is_superuser else [*fields, "permissions"]
 
 
 # "Not used recently" in the usage filter: keys idle this long are candidates for revoking.
@@ -113,6 +157,22 @@ class ApiKeyAdmin(SecretLookupsRefused, admin.ModelAdmin):
     ]
     autocomplete_fields = ["user", "current_store", "stores"]
     actions = ["revoke_keys"]
+
+    def get_autocomplete_fields(self, request):
+        fields = super().get_autocomplete_fields(request)
+        if request.user.is_superuser:
+            return fields
+        return [name for name in fields if name != "user"]  # a choice of one: their own
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        # A new key's secret is shown to whoever creates it: staff other than superusers may
+        # create keys for their own account only (a key for a superuser would be one).
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = User.objects.filter(pk=request.user.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_changeform_initial_data(self, request):
+        return {"user": request.user.pk, **super().get_changeform_initial_data(request)}
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:

@@ -4,6 +4,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 
 from config.api.client_address import client_address_key
+from config.api.fields import AUTHORIZATION_MAX_LENGTH
 from config.api.ratelimit import RateLimitState, rate_limit_consume
 
 
@@ -49,6 +50,9 @@ class BearerCredentialAuthentication(BaseAuthentication):
             raise
 
     def _resolve(self, header: list[bytes], request):
+        # Length first (config/api/fields.py): no rule below reads an over-long header.
+        if sum(map(len, header)) > AUTHORIZATION_MAX_LENGTH:
+            raise AuthenticationFailed("Malformed Authorization header.")
         if header[0].decode("latin-1").lower() != self.keyword.lower():
             raise AuthenticationFailed("Use an 'Authorization: Bearer <token>' header.")
         if len(header) != 2:

@@ -64,6 +64,7 @@ def bench_environment(repo: Path = REPO) -> dict[str, str]:
         SECRET_KEY=secrets.token_urlsafe(38)[:50],
         # Production settings over plain HTTP on loopback: the hosts wrk calls, no redirect.
         ALLOWED_HOSTS="127.0.0.1,localhost",
+        BASE_URL="https://api.example.com",
         SECURE_SSL_REDIRECT="false",
         API_RATE_LIMIT_PER_MINUTE="1000000000",
         LOG_LEVEL="WARNING",

@@ -63,6 +63,7 @@ os.environ.update(
     DJANGO_SETTINGS_MODULE="config.settings.production",
     SECRET_KEY=secrets.token_urlsafe(48)[:60],
     ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
+    BASE_URL="https://api.example.com",
     SECURE_SSL_REDIRECT="false",
     API_RATE_LIMIT_PER_MINUTE="1000000000",
     OAUTH_RATE_LIMIT_PER_MINUTE="1000000000",

@@ -1,12 +1,30 @@
-"""Deploy checks of the relaxations `make run` turns on (`manage.py check --deploy`).
+"""The relaxations `make run` turns on, under production settings.
 
-Errors, not warnings: `check --deploy` fails on them at its default level, so a production
-environment that inherited `make run`'s opt-ins does not pass with a line of output nobody
-reads. Django's own security.W012 / W016 still warn about the cookies as well.
+Deploy checks (`manage.py check --deploy`): errors, not warnings, so a production environment
+that inherited `make run`'s opt-ins does not pass with a line of output nobody reads. Django's
+own security.W012 / W016 still warn about the cookies as well.
+
+Production still runs with them (our own acceptance runs need them), but never silently: every
+process (web, worker, beat, any manage.py command) names each in a WARNING when it starts
+(`development_opt_ins_warn`, from the api app's ready()), and /status lists them
+(config/health.py). The list is settings.DEVELOPMENT_OPT_INS (config/settings/production.py).
 """
+
+import logging
 
 from django.conf import settings
 from django.core import checks
+
+logger = logging.getLogger("storefront.settings")
+
+
+def development_opt_ins_warn() -> None:
+    for name in settings.DEVELOPMENT_OPT_INS:
+        logger.warning(
+            "development opt-in %s is on under production settings: unset it unless this is "
+            "a test deployment",
+            name,
+        )
 
 
 @checks.register(checks.Tags.security, deploy=True)

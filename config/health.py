@@ -146,6 +146,15 @@ STATUS_CHECKS = {
 }
 
 
+def development_opt_ins_check() -> dict:
+    """Passes (they are allowed), and names each development opt-in production runs with."""
+    return {"status": OK, "enabled": list(settings.DEVELOPMENT_OPT_INS)}
+
+
+if settings.DEVELOPMENT_OPT_INS:
+    STATUS_CHECKS["development_opt_ins"] = development_opt_ins_check
+
+
 def status_check_add(name: str, check) -> None:
     """A /status check reading the database, added in an AppConfig.ready (config imports no app)."""
     STATUS_CHECKS[name] = _using_database(check)

@@ -10,6 +10,7 @@ import django_filters
 from django import forms
 from drf_spectacular.utils import extend_schema_field
 
+from config.api.filters import LengthFirstForm
 from coupons.models import Coupon
 from coupons.selectors import (
     TRASHED_ONLY,
@@ -72,6 +73,7 @@ class CouponListFilter(django_filters.FilterSet):
     class Meta:
         model = Coupon
         fields = ["with_trashed", "only_trashed"]
+        form = LengthFirstForm
 
     # Without either parameter there is nothing to check, and the form (django-filter builds
     # its class per request) is not built: it was a fifth of the list's own time

@@ -22,7 +22,13 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 
-from config.api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
+from config.api.fields import (
+    LengthFirstChoiceField,
+    LengthFirstMixin,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+)
 from config.api.schema import response_example
 from coupons.models import (
     COUPON_DEFAULTS,
@@ -207,15 +213,23 @@ def _integer(minimum: int, maximum: int = MAX_INTEGER, **kwargs) -> StrictIntege
     )
 
 
-def _type(choices) -> serializers.ChoiceField:
+def _type(choices) -> LengthFirstChoiceField:
     # Not coerced: ChoiceField compares str(value) with the choices, and no non-string JSON
     # value prints as PERCENTAGE or AMOUNT.
-    return serializers.ChoiceField(choices=choices, error_messages=_messages(TYPE_RULE))
+    return LengthFirstChoiceField(choices=choices, error_messages=_messages(TYPE_RULE))
 
 
-class ExpiresAtField(serializers.DateTimeField):
+class ExpiresAtField(LengthFirstMixin, serializers.DateTimeField):
     """ISO 8601 with a time zone, in the future, at most 9999-12-31T23:59:59Z in UTC; stored in
-    UTC. DRF's DateTimeField would give a naive value the server's zone."""
+    UTC. DRF's DateTimeField would give a naive value the server's zone. Its length is checked
+    first (config/api/fields.py): the longest timestamp is 32 characters
+    (9999-12-31T23:59:59.999999+00:00), padded with the spaces the parse strips."""
+
+    def input_length_limit(self) -> int:
+        return 64
+
+    def length_failure(self, data: str, limit: int):
+        self.fail("invalid")  # not a timestamp: the one message of a malformed one
 
     default_error_messages = {
         "invalid": "must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T23:59:59Z, "

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.cache import cache
 
+from config.api.fields import too_long_message
+
 CODE_CHALLENGE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{43}$")  # BASE64URL(SHA-256), RFC 7636 §4.2
 STATE_PATTERN = re.compile(r"^[\x20-\x7e]+$")  # state = 1*VSCHAR, RFC 6749 Appendix A.5
 LOOPBACK_HOSTS = {"127.0.0.1": "127.0.0.1", "::1": "[::1]"}
@@ -71,8 +73,16 @@ def loopback_redirect_uri_problem(uri: str) -> str | None:
     return None
 
 
-def authorize_request_error(params) -> AuthorizeError | None:
-    """Checks every parameter rule; None when the request may proceed to login/consent."""
+def authorize_request_error(params, *, overlong: dict[str, int]) -> AuthorizeError | None:
+    """Checks every parameter rule; None when the request may proceed to login/consent.
+
+    `overlong` ({name: limit}, oauth_cli/inputs.py) names the parameters over their length:
+    no rule reads them (length first); the client and redirect URI are checked, within their
+    bounds, so that another one's error can still go back to the client.
+    """
+    for name in ("client_id", "redirect_uri"):
+        if name in overlong:
+            return AuthorizeError("invalid_request", too_long_message(name, overlong[name]))
     duplicated = [name for name in SINGLE_VALUED if len(params.getlist(name)) > 1]
     client_id = params.get("client_id", "")
     if not client_id:
@@ -94,11 +104,13 @@ def authorize_request_error(params) -> AuthorizeError | None:
     if problem:
         return AuthorizeError("invalid_request", problem)
 
-    state = params.get("state", "")
+    state = params.get("state", "") if "state" not in overlong else ""
 
     def redirected(error: str, description: str) -> AuthorizeError:
         return AuthorizeError(error, description, redirect_uri=redirect_uri, state=state or None)
 
+    if overlong:
+        return redirected("invalid_request", too_long_message(*next(iter(overlong.items()))))
     if duplicated:
         return redirected("invalid_request", f"{duplicated[0]} must be given once.")
     response_type = params.get("response_type", "")

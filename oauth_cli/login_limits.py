@@ -6,6 +6,10 @@ Which counters a failed sign-in is counted in and refused by, at LOGIN_FAILURE_L
 an unknown client, its address's and the username's; a browser known for the username (the
 signed `known_browser` cookie holds the account's mark), only the known browsers' own
 per-username counter; a known address (IPv6: network) without the cookie, only its address's.
+
+The marks and the address keys are keyed with SECRET_KEY; while a key is rotated out
+(SECRET_KEY_FALLBACKS, docs/production.md "Rotating SECRET_KEY") what it made is still
+recognised, and a sign-in makes them again with the new key.
 """
 
 import functools
@@ -86,18 +90,30 @@ def sign_in_lane(request, username: str) -> str | None:
 def _lane(request, user) -> str | None:
     if user is None:
         return None
-    if account_mark(user) in known_browser_marks(request):
+    cookie_marks = known_browser_marks(request)
+    if any(mark in cookie_marks for mark in account_marks(user)):
         return KNOWN_BROWSER
     address = client_address_key(request)
-    if address != UNKNOWN_CLIENT_ADDRESS and cache.get(known_address_key(user, address)):
+    if address != UNKNOWN_CLIENT_ADDRESS and any(
+        cache.get_many(known_address_keys(user, address)).values()
+    ):
         return KNOWN_ADDRESS
     return None
 
 
-def known_address_key(user, address: str) -> str:
-    """The cache key that remembers an (account, address) sign-in: keyed with SECRET_KEY, so
-    the cache holds neither the username nor the address, and bound to the password hash."""
-    return f"login:known-address:{_keyed_digest(KNOWN_ADDRESS_SALT, user, address)}"
+def _signing_keys() -> list[str]:
+    """SECRET_KEY first (what is made now), then the keys being rotated out."""
+    return [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+
+
+def known_address_keys(user, address: str) -> list[str]:
+    """The cache keys that remember an (account, address) sign-in, the one made now first:
+    keyed with SECRET_KEY, so the cache holds neither the username nor the address, and bound
+    to the password hash."""
+    return [
+        f"login:known-address:{_keyed_digest(KNOWN_ADDRESS_SALT, user, address, secret=key)}"
+        for key in _signing_keys()
+    ]
 
 
 def _account(username: str):
@@ -109,16 +125,17 @@ def _account(username: str):
         return None
 
 
-def account_mark(user) -> str:
-    """What the cookie holds for an account: keyed with SECRET_KEY (unforgeable, and it names
-    no username), and bound to the password hash, so a password change forgets every browser
-    but the one that made it (KnownBrowserCookieMiddleware gives that one the new mark)."""
-    return _keyed_digest(KNOWN_BROWSER_SALT, user)
+def account_marks(user) -> list[str]:
+    """What the cookie holds for an account, the mark made now first: keyed with SECRET_KEY
+    (unforgeable, and it names no username), and bound to the password hash, so a password
+    change forgets every browser but the one that made it (KnownBrowserCookieMiddleware gives
+    that one the new mark)."""
+    return [_keyed_digest(KNOWN_BROWSER_SALT, user, secret=key) for key in _signing_keys()]
 
 
-def _keyed_digest(salt: str, user, *extra: str) -> str:
+def _keyed_digest(salt: str, user, *extra: str, secret: str) -> str:
     value = ":".join([str(user.pk), user.get_username(), user.password, *extra])
-    return salted_hmac(salt, value, algorithm="sha256").hexdigest()[:32]
+    return salted_hmac(salt, value, secret=secret, algorithm="sha256").hexdigest()[:32]
 
 
 def known_browser_marks(request) -> list[str]:
@@ -147,7 +164,7 @@ def remember_signed_in_browser(sender, request, user, **kwargs):
     middleware below writes the cookie on the response."""
     if request is None:
         return
-    request.known_browser_mark = account_mark(user)
+    request.known_browser_account_marks = account_marks(user)
     address = client_address_key(request)
     if address == UNKNOWN_CLIENT_ADDRESS:  # force_login's bare request, say
         return
@@ -155,7 +172,9 @@ def remember_signed_in_browser(sender, request, user, **kwargs):
     # standing (logged), not the sign-in.
     try:
         cache.set(
-            known_address_key(user, address), 1, timeout=settings.LOGIN_KNOWN_BROWSER_DAYS * 86400
+            known_address_keys(user, address)[0],
+            1,
+            timeout=settings.LOGIN_KNOWN_BROWSER_DAYS * 86400,
         )
     except CACHE_UNAVAILABLE:
         logger.warning("known sign-in address not recorded: cache unavailable", exc_info=True)
@@ -176,13 +195,14 @@ class KnownBrowserCookieMiddleware:
     def __call__(self, request):
         session_hash = _session_auth_hash(request)
         response = self.get_response(request)
-        if session_hash is not None and not hasattr(request, "known_browser_mark"):
+        if session_hash is not None and not hasattr(request, "known_browser_account_marks"):
             _remember_after_password_change(request, session_hash)
-        mark = getattr(request, "known_browser_mark", None)
-        if mark is None:
+        account = getattr(request, "known_browser_account_marks", None)
+        if account is None:
             return response
-        others = [other for other in known_browser_marks(request) if other != mark]
-        marks = [mark, *others][:KNOWN_BROWSER_ACCOUNTS]
+        # The account's marks made with a key being rotated out give way to the new one.
+        others = [other for other in known_browser_marks(request) if other not in account]
+        marks = [account[0], *others][:KNOWN_BROWSER_ACCOUNTS]
         response.set_cookie(
             KNOWN_BROWSER_COOKIE,
             signing.dumps(marks, salt=KNOWN_BROWSER_SALT),

@@ -23,12 +23,21 @@ from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
 
 from config import metrics
+from config.api.fields import too_long_message
 from config.api.ratelimit import address_rate_limited
 from oauth_cli.authorize import (
     AuthTokenStoreUnavailable,
     authorize_request_error,
     pending_authorization_create,
     pending_authorization_take,
+)
+from oauth_cli.inputs import (
+    AUTHORIZE_QUERY_FIELDS,
+    CONSENT_FORM_FIELDS,
+    REVOKE_FORM_FIELDS,
+    TOKEN_FORM_FIELDS,
+    overlong_in_forms,
+    overlong_input,
 )
 from oauth_cli.selectors import cli_application
 
@@ -51,9 +60,15 @@ def rate_limited_response(request, endpoint: str):
 
 def oauth_error(request, error: str, description: str, status: int = 400):
     """A non-redirectable protocol error: JSON, or the same as a page for a browser."""
-    body = {"error": error, "error_description": description}
     if "text/html" in request.headers.get("Accept", ""):
+        body = {"error": error, "error_description": description}
         return protected_page(request, "oauth_cli/error.html", status=status, **body)
+    return protocol_error(error, description, status)
+
+
+def protocol_error(error: str, description: str, status: int = 400) -> JsonResponse:
+    """RFC 6749 §5.2's object, never cached: the token and revocation endpoints' only form."""
+    body = {"error": error, "error_description": description}
     return JsonResponse(body, status=status, headers={"Cache-Control": "no-store"})
 
 
@@ -98,7 +113,7 @@ def with_issuer(location: str, request) -> str:
 
 def discovery_document(base: str) -> dict:
     """RFC 8414 authorization server metadata for the service at `base`; also the source of
-    its OpenAPI schema and example (oauth_cli/schema.py)."""
+    its OpenAPI schema and example (oauth_cli/schema_cli.py)."""
     return {
         "issuer": base,
         "authorization_endpoint": f"{base}/oauth/authorize",
@@ -141,10 +156,16 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         # The method first: a wrong one is a 405 whoever asks, signed in or not.
         if request.method.lower() not in self.http_method_names:
             return self.http_method_not_allowed(request, *args, **kwargs)
+        # Length first (oauth_cli/inputs.py): oauthlib reads the query on every method.
+        overlong = overlong_in_forms(AUTHORIZE_QUERY_FIELDS, request.GET)
         if request.method in ("GET", "HEAD"):
-            error = authorize_request_error(request.GET)
+            error = authorize_request_error(request.GET, overlong=overlong)
             if error is not None:
                 return self._authorize_error(request, error)
+        elif overlong:
+            return oauth_error(
+                request, "invalid_request", too_long_message(*next(iter(overlong.items())))
+            )
         elif not request.user.is_authenticated:
             return oauth_error(request, "access_denied", "Sign in before answering.", 401)
         return super().dispatch(request, *args, **kwargs)
@@ -226,6 +247,9 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
 
     def _answer(self, request, form, *, allow: bool):
+        refusal = overlong_input(request, CONSENT_FORM_FIELDS, form)
+        if refusal is not None:
+            return oauth_error(request, "invalid_request", refusal)
         if self._csrf_failure(request, form):
             return oauth_error(
                 request, "invalid_request", "CSRF token (_token) missing or incorrect.", 403
@@ -280,7 +304,14 @@ class CliTokenView(OAuthMethodNotAllowedMixin, TokenView):
         limited = rate_limited_response(request, "token")
         if limited:
             return limited
-        response = super().post(request, *args, **kwargs)
+        # oauthlib reads the query as well as the form.
+        refusal = overlong_input(
+            request, TOKEN_FORM_FIELDS, request.GET, request.POST, authorization=True
+        )
+        if refusal is not None:
+            response = protocol_error("invalid_request", refusal)
+        else:
+            response = super().post(request, *args, **kwargs)
         metrics.oauth_token_answered(request, response)
         # Errors raised while issuing (e.g. a lost rotation race) come without oauthlib's
         # default headers; every answer of this endpoint is JSON and never cached.
@@ -307,6 +338,11 @@ class CliRevokeTokenView(OAuthMethodNotAllowedMixin, RevokeTokenView):
         limited = rate_limited_response(request, "revoke")
         if limited:
             return limited
+        refusal = overlong_input(
+            request, REVOKE_FORM_FIELDS, request.GET, request.POST, authorization=True
+        )
+        if refusal is not None:
+            return protocol_error("invalid_request", refusal)
         response = super().post(request, *args, **kwargs)
         if response.status_code == 200:
             return JsonResponse([], safe=False, headers={"Cache-Control": "no-store"})

@@ -21,6 +21,7 @@ from stores.models import Membership, Store
 from stores.selectors import membership_for_slug
 
 STORE_HEADER = "X-STORE"
+STORE_SLUG_MAX_LENGTH = Store._meta.get_field("slug").max_length
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ def resolve_store_context(request) -> StoreContext:
     credential: Credential = request.auth
     slug = named_store_slug(request)
     if slug is not None:
-        membership = membership_for_slug(credential=credential, slug=slug)
+        # Length first (config/api/fields.py): no lookup reads a value no slug can have.
+        too_long = len(slug) > STORE_SLUG_MAX_LENGTH
+        membership = None if too_long else membership_for_slug(credential=credential, slug=slug)
         if membership is None:
             # Unknown and inaccessible slugs answer alike, so slugs cannot be probed.
             raise Forbidden(

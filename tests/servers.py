@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import requests
 
-from config.postgres_server import PostgresServer
+from devtools.postgres_server import PostgresServer
 from tests.settings_helpers import ROOT, production_environment
 
 BINARY = "/usr/sbin/pgbouncer"
@@ -30,7 +30,7 @@ BINARY = "/usr/sbin/pgbouncer"
 
 def as_postgres_user() -> list[str]:
     """PgBouncer refuses to run as root: it runs as the `postgres` user then, as PostgreSQL does
-    (config/postgres_server.py)."""
+    (devtools/postgres_server.py)."""
     return ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
 
 
@@ -226,9 +226,10 @@ class PgBouncer:
 class Gunicorn:
     """`gunicorn config.wsgi` under config.settings.production (docs/production.md) with
     `workers` sync workers, plain HTTP on a free loopback port (no SSL redirect: as behind a
-    proxy that terminates TLS); `environment` over those and production_environment's (None: the
-    production default). A context manager that starts it, waits for /healthz (asked for the first
-    of ALLOWED_HOSTS), and stops it."""
+    proxy that terminates TLS, production_environment's https BASE_URL being the public root);
+    `environment` over those and production_environment's (None: the production default). A
+    context manager that starts it, waits for /healthz (asked for the first of ALLOWED_HOSTS),
+    and stops it."""
 
     def __init__(self, log_path: Path, *, workers: int, **environment: str):
         self.port = free_port()
@@ -238,7 +239,6 @@ class Gunicorn:
         self.environment = production_environment(
             **{
                 "ALLOWED_HOSTS": "127.0.0.1",
-                "BASE_URL": self.base,
                 "SECURE_SSL_REDIRECT": "false",
                 **environment,
             }

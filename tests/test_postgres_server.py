@@ -1,4 +1,4 @@
-"""The one PostgreSQL launcher (config/postgres_server.py) on Debian's binaries, as the test
+"""The one PostgreSQL launcher (devtools/postgres_server.py) on Debian's binaries, as the test
 services and the fault tests use it: a restart keeps the data and the settings, root's server
 runs as the `postgres` user, and the last process holding a shared server stops it, even when
 another holder was killed. `make run`'s side (the wheel's binaries, the dev settings, bin/run-dev):
@@ -18,7 +18,7 @@ import psutil
 import psycopg
 import pytest
 
-from config.postgres_server import PostgresServer
+from devtools.postgres_server import PostgresServer
 from tests.servers import debian_bin, free_port
 from tests.settings_helpers import ROOT
 
@@ -111,9 +111,9 @@ def test_data_of_another_user_is_taken_over_when_root(server, data):
 
 
 def holder(data: Path, port: int) -> subprocess.Popen:
-    """`python -m config.postgres_server`, as bin/with-test-services runs it; once it printed
+    """`python -m devtools.postgres_server`, as bin/with-test-services runs it; once it printed
     the URL."""
-    command = ["-m", "config.postgres_server", str(data), "--bin", str(debian_bin())]
+    command = ["-m", "devtools.postgres_server", str(data), "--bin", str(debian_bin())]
     process = subprocess.Popen(
         [sys.executable, *command, "--port", str(port)],
         cwd=ROOT,

@@ -5,7 +5,7 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.fields import StrictBooleanField, StrictCharField
+from config.api.fields import LengthFirstChoiceField, StrictBooleanField, StrictCharField
 from config.api.schema import response_example
 from events.registry import EVENT_TYPES
 from webhooks.addresses import (
@@ -54,7 +54,8 @@ class DestinationUrlField(StrictCharField):
     states the same length and pattern) and the addresses its host resolves to (SSRF)."""
 
     def __init__(self, **kwargs):
-        super().__init__(trim_whitespace=False, **kwargs)
+        # The length first (config/api/fields.py): no longer URL reaches url_check.
+        super().__init__(trim_whitespace=False, max_length=MAX_URL_LENGTH, **kwargs)
 
     def to_internal_value(self, data):
         url = super().to_internal_value(data)
@@ -69,7 +70,7 @@ class EventTypeListField(serializers.ListField):
     """Registered event types (events.registry), at least one, at most MAX_EVENT_TYPES;
     duplicates are merged and the list is stored sorted."""
 
-    child = serializers.ChoiceField(
+    child = LengthFirstChoiceField(
         choices=sorted(EVENT_TYPES),
         error_messages={
             "invalid_choice": "unknown event type {input!r}; see /api/v2/webhook-event-types"

@@ -9,4 +9,6 @@ class ApiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from config import deploy_checks  # noqa: F401  (registers the deploy checks)
+        from config import deploy_checks  # registers the deploy checks
+
+        deploy_checks.development_opt_ins_warn()

@@ -47,8 +47,8 @@ class RequestBodyLimitMiddleware(MiddlewareMixin):
     raising RequestDataTooBig wherever that happens: a DRF view answered it as a 500 (reported
     to error tracking), and a form view, the CSRF check or the admin as a 400 logged at ERROR on
     `django.security`. Here the size is known before any of them runs, for every path: the
-    envelope for the API, the OAuth error object on the OAuth protocol endpoints, an HTML page
-    elsewhere.
+    envelope for the API, the OAuth error object on every OAuth endpoint (the consent form's
+    too), an HTML page elsewhere.
 
     A body without Content-Length is chunked (HTTP/1.1). Django's WSGI request reads no body
     then (it reads CONTENT_LENGTH bytes), so such a body used to reach views empty. When the
@@ -84,10 +84,10 @@ def body_too_large(request, limit: int):
     # Imported here: this module is imported by the logging setup, before the apps are ready.
     from django.http import JsonResponse
 
-    from config.api.views import error_response, is_oauth_protocol_path
+    from config.api.views import OAUTH_URL_NAMES, error_response, is_oauth_protocol_path
 
     message = f"The request body exceeds the limit of {limit} bytes."
-    if is_oauth_protocol_path(request):
+    if is_oauth_protocol_path(request, OAUTH_URL_NAMES):
         # RFC 6749 §5.2's object: the envelope is for rate limits and server errors only there
         # (docs/design.md "Errors").
         body = {"error": "invalid_request", "error_description": message}

@@ -8,6 +8,7 @@ meta: {current_page, from, last_page, links, path, per_page, to, total}}`; `limi
 
 import math
 import re
+import sys
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -22,6 +23,9 @@ MAX_PAGE_SIZE = 100
 ON_EACH_SIDE = 3  # Laravel's default window around the current page
 # int() would also take "1_0", " 5", "+5" and "\uff15" (a full-width 5): only ASCII digits count.
 INTEGER_PATTERN = re.compile(r"-?[0-9]+")
+# Length first (config/api/fields.py): a sign and the most digits int() reads by default; a
+# longer value was refused already, by int() after the pattern read all of it.
+INTEGER_MAX_LENGTH = (sys.get_int_max_str_digits() or 4300) + 1
 # The page's rows carry the list's total under this name.
 TOTAL_ANNOTATION = "pagination_total"
 
@@ -51,7 +55,7 @@ def parse_int_param(
         return default
     bounds = f"between {minimum} and {maximum}" if maximum else f"at least {minimum}"
     message = f"must be an integer {bounds}"
-    if not INTEGER_PATTERN.fullmatch(raw):
+    if len(raw) > INTEGER_MAX_LENGTH or not INTEGER_PATTERN.fullmatch(raw):
         raise ValidationFailed.field(name, message)
     try:
         value = int(raw)

@@ -33,11 +33,14 @@ def require_get(view):
 # The OAuth protocol endpoints answer JSON to programs (RFC 6749 §5.2, RFC 8414); the
 # authorization endpoint is the consent page, for browsers.
 OAUTH_PROTOCOL_URL_NAMES = ("oauth-token", "oauth-revoke", "oauth-metadata")
+# Every OAuth endpoint, the authorization endpoint included: their 413 is the same RFC 6749
+# §5.2 object (Hardening IV point 9), as the authorization endpoint's 405 already was.
+OAUTH_URL_NAMES = (*OAUTH_PROTOCOL_URL_NAMES, "oauth-authorize")
 
 
-def is_oauth_protocol_path(request) -> bool:
+def is_oauth_protocol_path(request, names=OAUTH_PROTOCOL_URL_NAMES) -> bool:
     protocol_paths = set()
-    for name in OAUTH_PROTOCOL_URL_NAMES:
+    for name in names:
         with contextlib.suppress(NoReverseMatch):
             protocol_paths.add(reverse(name))
     return request.path in protocol_paths

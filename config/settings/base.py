@@ -14,6 +14,9 @@ from config.settings.env import BASE_DIR, VAR_DIR, env
 
 INSECURE_DEFAULT_SECRET_KEY = "insecure-storefront-development-key-change-me"
 SECRET_KEY = env.str("SECRET_KEY", default=INSECURE_DEFAULT_SECRET_KEY)
+# Previous keys, comma-separated, while SECRET_KEY is rotated: what they signed (sessions,
+# known-browser cookies, event cursors) stays valid until they are removed (docs/production.md).
+SECRET_KEY_FALLBACKS = [key for key in env.list("SECRET_KEY_FALLBACKS", default=[]) if key]
 DEBUG = env.bool("DEBUG", default=False)
 BASE_URL = env.str("BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 STOREFRONT_DOMAIN = env.str("STOREFRONT_DOMAIN", default="storefront.test")
@@ -226,6 +229,9 @@ BEARER_CREDENTIAL_RESOLVERS = [
 
 CLI_CLIENT_ID = env.str("CLI_CLIENT_ID", default="9b2c5f3e-4d1a-4c8e-9f6b-2a7d3e1c5b80")
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = env.bool("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", default=False)
+# `make run`'s relaxations a process reports (production.py lists those turned on): a WARNING
+# naming each at start, and /status. The dev and test settings relax on purpose.
+DEVELOPMENT_OPT_INS: list[str] = []
 
 # Celery: Redis when REDIS_URL is set; otherwise kombu's filesystem transport, a real broker
 # shared by the web, worker and beat processes of `make run` with no server to install.

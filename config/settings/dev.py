@@ -12,7 +12,7 @@ from config.settings.env import VAR_DIR
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 if "DATABASE_URL" not in os.environ:
-    from config.postgres_server import database_url
+    from devtools.postgres_server import database_url
 
     # Any command in the checkout (shell, dbshell, migrate) reaches `make run`'s database,
     # starting it if needed; processes this one starts inherit the URL.

@@ -4,32 +4,62 @@
 docs/production.md (tests/configuration/test_settings.py runs it).
 """
 
+from urllib.parse import urlsplit
+
 from django.core.exceptions import ImproperlyConfigured
 
 from config.settings.base import *  # noqa: F403
 from config.settings.base import (
+    CSRF_COOKIE_SECURE,
     HASHED_STATIC_FILES_STORAGE,
     INSECURE_DEFAULT_SECRET_KEY,
     LOGGING,
     REDIS_URL,
     REST_FRAMEWORK,
     SECRET_KEY,
+    SECRET_KEY_FALLBACKS,
+    SESSION_COOKIE_SECURE,
     STORAGES,
+    WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS,
 )
 from config.settings.env import env
 
 DEBUG = False
-# The bar of Django's deploy check (security.W009): at least 50 characters, 5 distinct.
-if (
-    SECRET_KEY == INSECURE_DEFAULT_SECRET_KEY
-    or len(SECRET_KEY) < 50
-    or len(set(SECRET_KEY)) < 5
-    or SECRET_KEY.startswith("django-insecure-")
-):
+
+
+def _weak(key: str) -> bool:
+    """The bar of Django's deploy checks (security.W009, W025): 50 characters, 5 distinct."""
+    return (
+        key == INSECURE_DEFAULT_SECRET_KEY
+        or len(key) < 50
+        or len(set(key)) < 5
+        or key.startswith("django-insecure-")
+    )
+
+
+if _weak(SECRET_KEY):
     raise ImproperlyConfigured(
         "Production needs SECRET_KEY set to a random value of at least 50 characters. "
         "(Production is the default settings module; for local development export "
         "DJANGO_SETTINGS_MODULE=config.settings.dev or use `make run`.)"
+    )
+# A key being rotated out keeps its signatures valid (docs/production.md "Rotating
+# SECRET_KEY"): a weak one would keep forgeries valid as long.
+if any(_weak(key) for key in SECRET_KEY_FALLBACKS):
+    raise ImproperlyConfigured(
+        "Production needs every key of SECRET_KEY_FALLBACKS to be a random value of at least "
+        "50 characters (the previous SECRET_KEY while it is rotated out)."
+    )
+
+# The OAuth issuer (RFC 8414 §2: an https URL), the root of every link and of the API docs'
+# server: base.py's default (http://127.0.0.1:8000) would publish a wrong issuer to every client.
+_base_url = env.str("BASE_URL", default="")
+_parts = urlsplit(_base_url)
+if _parts.scheme != "https" or not _parts.hostname or _parts.query or _parts.fragment:
+    raise ImproperlyConfigured(
+        "Production needs BASE_URL set to the service's public https root (e.g. "
+        "https://api.example.com): it is the OAuth issuer and the root of every link; "
+        + (f"got {_base_url!r}." if _base_url else "it is not set.")
     )
 
 # No default: a wildcard would let any Host header build absolute URLs (password-reset links,
@@ -77,6 +107,18 @@ SILENCED_SYSTEM_CHECKS = [
     # callback is the loopback address on http (RFC 8252 §7.3, §8.3); oauth_cli.authorize
     # accepts no other http redirect URI. Every other DOT and Django deploy check stays live.
     "oauth2_provider.W008",
+]
+
+# `make run`'s opt-ins that production accepts (our own acceptance runs serve plain HTTP on
+# loopback to local receivers): every process names each in a WARNING at start
+# (config/deploy_checks.py) and /status lists them; `check --deploy` fails on them.
+DEVELOPMENT_OPT_INS = [
+    name
+    for name, on in (
+        ("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS),
+        ("SECURE_COOKIES=false", not (SESSION_COOKIE_SECURE and CSRF_COOKIE_SECURE)),
+    )
+    if on
 ]
 
 # One JSON object per line for the log pipeline, unless LOG_FORMAT=plain.

@@ -1,12 +1,15 @@
-"""The API key admin: revoking needs the change permission, the expiry is set at creation and
-shown and filtered in the list, and a key whose current store was deleted is re-pinned here."""
+"""The API key admin: staff other than superusers create keys for their own account only,
+revoking needs the change permission, the expiry is set at creation and shown and filtered in
+the list, and a key whose current store was deleted is re-pinned here."""
 
+import re
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
-from accounts.models import ApiKey
+from accounts.models import ApiKey, User
 from tests.admin_users import post_action, staff_client_with
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 
@@ -24,6 +27,56 @@ def add_form(owner, **fields):
         "store_access": "all",
         **fields,
     }
+
+
+def staff_with(*permissions: str) -> tuple[User, Client]:
+    client = staff_client_with(*permissions)
+    return User.objects.get(pk=client.session["_auth_user_id"]), client
+
+
+@pytest.mark.parametrize("owner_kind", ["superuser", "staff", "customer"])
+def test_staff_cannot_create_a_key_for_another_user(owner_kind):
+    # given: staff who may add keys, and another account
+    owner = UserFactory(is_staff=owner_kind != "customer", is_superuser=owner_kind == "superuser")
+    _, creator = staff_with("accounts.view_apikey", "accounts.add_apikey")
+    # when: the add form is posted for that account
+    response = creator.post(ADD, add_form(owner))
+    # then: a form error; no key, and no secret shown
+    assert response.status_code == 200
+    assert "Select a valid choice" in response.content.decode()
+    assert "sf_" not in response.content.decode()
+    assert not ApiKey.objects.exists()
+
+
+def test_staff_create_a_key_for_their_own_account_and_see_its_secret(client_for):
+    me, creator = staff_with("accounts.view_apikey", "accounts.add_apikey")
+
+    response = creator.post(ADD, add_form(me))
+
+    assert response.status_code == 200
+    key = ApiKey.objects.get()
+    assert key.user_id == me.pk
+    secret = re.search(r"<code>(sf_[A-Za-z0-9_-]+)</code>", response.content.decode()).group(1)
+    assert client_for(secret).get("/api/v2/me").json()["data"]["username"] == me.username
+
+
+def test_the_add_form_offers_staff_their_own_account_only():
+    me, creator = staff_with("accounts.view_apikey", "accounts.add_apikey")
+    other = UserFactory()
+
+    html = creator.get(ADD).content.decode()
+
+    assert f'<option value="{me.pk}" selected>' in html
+    assert f'value="{other.pk}"' not in html
+
+
+def test_a_superuser_creates_a_key_for_any_user(admin_client):
+    owner = UserFactory(is_superuser=True, is_staff=True)
+
+    response = admin_client.post(ADD, add_form(owner))
+
+    assert response.status_code == 200
+    assert ApiKey.objects.get().user_id == owner.pk
 
 
 def test_view_only_staff_cannot_revoke_a_key(user):
@@ -53,8 +106,7 @@ def test_staff_with_the_change_permission_revokes_a_key(user, client_for):
 
 
 def test_admin_sets_an_expiry_at_creation():
-    owner = UserFactory()
-    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
+    owner, creator = staff_with("accounts.view_apikey", "accounts.add_apikey")
 
     response = creator.post(
         ADD, add_form(owner, expires_at_0="2099-03-04", expires_at_1="05:06:07")
@@ -66,8 +118,7 @@ def test_admin_sets_an_expiry_at_creation():
 
 
 def test_admin_refuses_an_expiry_in_the_past():
-    owner = UserFactory()
-    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
+    owner, creator = staff_with("accounts.view_apikey", "accounts.add_apikey")
     yesterday = timezone.now() - timedelta(days=1)
 
     response = creator.post(
@@ -226,12 +277,11 @@ def test_the_change_form_offers_no_input_for_the_owner_or_the_grants(user, store
         assert f'name="{field}"' not in html, field
 
 
-def test_creating_a_key_still_chooses_its_owner_and_grants(user, store):
+def test_creating_a_key_still_chooses_its_owner_and_grants(admin_client, user, store):
     owner = UserFactory()
     MembershipFactory(user=owner, store=store)
-    creator = staff_client_with("accounts.view_apikey", "accounts.add_apikey")
 
-    response = creator.post(
+    response = admin_client.post(
         ADD,
         add_form(
             owner,

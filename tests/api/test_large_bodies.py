@@ -1,6 +1,6 @@
 """A body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is a 413 on every path (issue 18 point 9):
-the envelope for the API, the OAuth error object on the OAuth protocol endpoints (spec "Errors"
-rule 3), an HTML page elsewhere; never a 500,
+the envelope for the API, the OAuth error object on every OAuth endpoint (spec "Errors" rule 3;
+the consent form's too since Hardening IV point 9), an HTML page elsewhere; never a 500,
 never reported as an error (tests/configuration/test_sentry.py checks error tracking itself)."""
 
 import http.client
@@ -107,7 +107,16 @@ def test_a_form_over_the_limit_on_the_oauth_protocol_endpoints_is_a_413_oauth_er
     assert errors_logged() == []
 
 
-def test_a_consent_form_over_the_limit_is_a_413_page(user, signalled, errors_logged):
+@pytest.mark.parametrize(
+    "accept", [None, "text/html,application/xhtml+xml"], ids=["cli", "browser"]
+)
+def test_a_body_over_the_limit_is_the_same_413_oauth_error_on_every_oauth_endpoint(
+    schema, user, accept, signalled, errors_logged
+):
+    # Hardening IV point 9: the consent form's was an HTML page, while its 405 and the other
+    # OAuth endpoints' 413 were the RFC 6749 §5.2 object. Every protocol operation the schema
+    # tags `oauth` (not the API's installation), each of its methods, signed in with a live
+    # consent page (the form's context).
     from oauth_cli.services import cli_application_ensure
     from tests.oauth_cli.flow import authorize_params, consent
 
@@ -115,14 +124,30 @@ def test_a_consent_form_over_the_limit_is_a_413_page(user, signalled, errors_log
     browser = Client(raise_request_exception=False)
     browser.force_login(user)
     fields = consent(browser, authorize_params())
-
-    response = browser.post(
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+    operations = [
+        (path, method)
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        if "oauth" in operation.get("tags", ()) and not path.startswith("/api/")
+    ]
+    assert {path for path, _ in operations} == {
+        "/.well-known/oauth-authorization-server",
         "/oauth/authorize",
-        form_body(LIMIT + 1, **fields),
-        content_type="application/x-www-form-urlencoded",
-    )
+        "/oauth/token",
+        "/oauth/revoke",
+    }
 
-    assert_html_error_page(response, 413)
+    for path, method in operations:
+        response = browser.generic(
+            method.upper(),
+            path,
+            form_body(LIMIT + 1, **fields),
+            content_type="application/x-www-form-urlencoded",
+            **headers,
+        )
+
+        assert_oauth_too_large(response)
     assert signalled == []
     assert errors_logged() == []
 

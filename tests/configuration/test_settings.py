@@ -21,7 +21,9 @@ from tests.settings_helpers import (
 def load_production(**env):
     environment = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
     environment.update(
-        DJANGO_SETTINGS_MODULE="config.settings.production", ALLOWED_HOSTS="api.example.com"
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        ALLOWED_HOSTS="api.example.com",
+        BASE_URL="https://api.example.com",
     )
     environment.update(env)
     return run_python(LOAD_SETTINGS, env=environment)

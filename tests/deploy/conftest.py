@@ -64,7 +64,8 @@ def served_image(tmp_path_factory):
         "DJANGO_SETTINGS_MODULE": "config.settings.production",
         "SECRET_KEY": OPERATOR_ENVIRONMENT["SECRET_KEY"],
         "ALLOWED_HOSTS": "127.0.0.1",
-        "BASE_URL": base,
+        # The public root behind the TLS-terminating proxy (production refuses plain http).
+        "BASE_URL": "https://api.example.com",
         "STOREFRONT_DOMAIN": "example.com",
         "DATABASE_URL": own_database("storefront_image"),
         # Plain HTTP on loopback, as behind a TLS-terminating proxy.
@@ -79,8 +80,8 @@ def served_image(tmp_path_factory):
         "WEB_CONCURRENCY": "2",
     }
     services = compose_services(OPERATOR_ENVIRONMENT)
-    web_command = image_command()
-    web_command[web_command.index("--bind") + 1] = f"127.0.0.1:{port}"
+    # The image's command with an operator's own bind: config/gunicorn.conf.py still applies.
+    web_command = [*image_command(), "--bind", f"127.0.0.1:{port}"]
     commands = {
         "migrate": services["migrate"]["command"],
         "worker": services["worker"]["command"],

@@ -25,7 +25,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import connection
 
-from config.postgres_server import USER, PostgresServer
+from devtools.postgres_server import USER, PostgresServer
 from tests.servers import Gunicorn, debian_bin, free_port
 
 # Bounds of every run: the whole fault file stays well under two minutes.
@@ -42,7 +42,7 @@ CLIENT_PAUSE = 0.02  # between two requests of one client: a steady load, not a 
 @contextlib.contextmanager
 def own_postgresql(django_db_blocker) -> Iterator[PostgresServer]:
     """A throwaway PostgreSQL for the faults to restart, never the suite's (tests beside these
-    use it): started through config/postgres_server.py, the test database created and migrated
+    use it): started through devtools/postgres_server.py, the test database created and migrated
     on it, and Django's connection pointed at it inside (at the suite's again after). Commits
     stay durable (synchronous_commit on, as production): the suite's server runs with it off,
     under which an immediate shutdown loses commits already acknowledged."""

