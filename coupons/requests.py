@@ -18,10 +18,9 @@ from coupons.search import MAX_DEPTH, OPERATORS, Search, coupon_search_parse
 from coupons.serializers import CouponWriteSerializer
 from coupons.services import BATCH_MAX
 
-RESOURCES_LIST_RULE = f"must be a list of 1 to {BATCH_MAX} coupons"
+RESOURCES_LIST_RULE = f"must be a list of 1 to {BATCH_MAX} coupons (objects)"
 RESOURCES_MAP_RULE = f"must be an object of 1 to {BATCH_MAX} coupon ids, each with its changes"
-RESOURCES_IDS_RULE = f"must be a list of 1 to {BATCH_MAX} distinct coupon ids"
-COUPON_ID_PATTERN = r"^[1-9][0-9]{0,18}$"
+RESOURCES_IDS_RULE = f"must be a list of 1 to {BATCH_MAX} distinct coupon ids (integers from 1)"
 
 
 def _body(data: Any) -> Mapping[str, Any]:
@@ -55,6 +54,8 @@ def _validated(items: Mapping[Any, Any], serializer_for) -> dict[Any, dict]:
 def batch_create_resources(data: Any) -> list[dict]:
     """`{"resources": [coupon, ...]}`: each coupon as POST /coupons takes it."""
     resources = _resources(data, list, RESOURCES_LIST_RULE)
+    if not all(isinstance(item, Mapping) for item in resources):
+        raise ValidationFailed.field("resources", RESOURCES_LIST_RULE)
     valid = _validated(dict(enumerate(resources)), lambda _, item: CouponWriteSerializer(data=item))
     return [valid[index] for index in range(len(resources))]
 
@@ -84,10 +85,8 @@ def batch_update_resources(data: Any, coupons: Mapping[str, Coupon]) -> dict[int
 def batch_delete_ids(data: Any) -> list[int]:
     """`{"resources": [id, ...]}`."""
     resources = _resources(data, list, RESOURCES_IDS_RULE)
-    for index, coupon_id in enumerate(resources):
-        if isinstance(coupon_id, bool) or not isinstance(coupon_id, int) or coupon_id < 1:
-            raise ValidationFailed.field(f"resources.{index}", "must be a coupon id")
-    if len(set(resources)) != len(resources):
+    ids = all(isinstance(i, int) and not isinstance(i, bool) and i >= 1 for i in resources)
+    if not ids or len(set(resources)) != len(resources):
         raise ValidationFailed.field("resources", RESOURCES_IDS_RULE)
     return resources
 

@@ -76,7 +76,8 @@ def test_a_code_clash_inside_the_batch_rolls_back_the_coupons_before_it(store, a
         ("patch", {"resources": []}, "resources"),
         ("patch", {"resources": {"x": {}}}, "resources.x"),
         ("delete", {"resources": [1] * 2}, "resources"),
-        ("delete", {"resources": ["1"]}, "resources.0"),
+        ("delete", {"resources": ["1"]}, "resources"),
+        ("post", {"resources": ["x" * 20_000]}, "resources"),
         ("delete", {"resources": list(range(1, 102))}, "resources"),
     ],
 )
