@@ -189,6 +189,27 @@ def test_retry_after_is_honoured_only_when_longer_on_429_and_503(
     assert expected_wait - 2 <= wait <= expected_wait + 2, wait
 
 
+@pytest.mark.parametrize("retry_after", ["999999", "330"])
+def test_a_retry_after_past_the_schedules_longest_wait_is_capped_at_it(
+    store, receiver, settings, retry_after
+):
+    # given a schedule whose longest wait is 300 s, and a receiver asking for far longer
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300)
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(503, headers={"Retry-After": retry_after})
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    # when the first attempt fails
+    before = timezone.now()
+    send_now(delivery)
+    delivery.refresh_from_db()
+
+    # then the next attempt is the schedule's longest wait away, not the receiver's
+    assert delivery.status == WebhookDelivery.STATUS_PENDING
+    wait = (delivery.next_attempt_at - before).total_seconds()
+    assert 298 <= wait <= 302, wait
+
+
 def test_network_error_is_retried(store, settings):
     # a port nobody listens on
     with socket.socket() as probe:
