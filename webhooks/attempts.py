@@ -224,7 +224,7 @@ def delivery_claim(
         WebhookDelivery.objects.filter(pk=delivery.pk).update(destination_origin=origin)
     # Saved with its outcome, in the transaction that moves the delivery on.
     attempt = WebhookDeliveryAttempt(
-        delivery=delivery, number=delivery.attempts, url=destination.url, started_at=now
+        delivery=delivery, number=delivery.attempts, origin=origin, started_at=now
     )
     return delivery, attempt
 
@@ -238,7 +238,7 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
             WebhookDeliveryAttempt(
                 delivery=delivery,
                 number=number,
-                url=delivery.destination.url if delivery.destination else "",
+                origin=delivery.destination_origin,
                 started_at=now,
                 finished_at=now,
                 error=ABANDONED_ATTEMPT_ERROR,
@@ -257,7 +257,7 @@ def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) ->
     """Sends the claimed delivery once and records the outcome; returns its new status."""
     body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
     result = send(
-        url=attempt.url,
+        url=delivery.destination.url,
         message_id=delivery.event_id,
         body=body,
         secrets=destination_signing_secrets(delivery.destination),
@@ -280,7 +280,7 @@ DELIVERY_OUTCOME_COLUMNS = (
 )
 ATTEMPT_OUTCOME_COLUMNS = (
     "number",
-    "url",
+    "origin",
     "started_at",
     "finished_at",
     "duration_ms",

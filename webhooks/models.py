@@ -187,7 +187,9 @@ class WebhookDeliveryAttempt(models.Model):
         WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_records"
     )
     number = models.PositiveIntegerField()
-    url = models.URLField(max_length=2048)
+    # scheme://host[:port] it was sent to, as the delivery's destination_origin: never the full
+    # URL, whose path and query can be a credential (docs/decisions/hardening.md, Hardening IV).
+    origin = models.CharField(max_length=300, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
