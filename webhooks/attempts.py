@@ -231,14 +231,15 @@ def destination_drain(*, destination_id) -> int:
     """Sends the destination's due deliveries one after another, oldest first, for at most
     WEBHOOKS_DRAIN_SECONDS; returns how many it claimed.
 
-    New deliveries are queued as one drain per destination (services.destination_drain_request),
+    New deliveries are queued as one drain per destination (queueing.destination_drain_request),
     not one message per delivery. The drain ends by clearing the destination's drain marker and
     then looking once more, so a delivery committed while the marker was still set (and so not
     queued) is sent by this drain. Out of time with more due, it queues its successor, which
     goes to the back of the queue: other destinations' work is not held up behind a backlog.
 
     It sends only while holding its send slots; with a bound full it ends at once, and a slot
-    holder queues the next drain (_destinations_wake).
+    holder queues the next drain (slots._destinations_wake). While it runs, its marker is a
+    lease of this worker (leases.py): a killed drain's is gone within seconds.
     """
     started = time.monotonic()
     claimed = 0
