@@ -1,6 +1,8 @@
 """Idempotency-Key on the destination writes (PUT, DELETE, rotate-secret), and the signing
 secret, which a stored response never holds."""
 
+from importlib import import_module
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -283,3 +285,28 @@ def test_concurrent_rotations_under_one_key_rotate_once(store, api_key):
     assert answered
     assert {response.json()["data"]["secret"] for response in answered} == {destination.secret}
     assert all(response.status_code in (200, 409) for response in outcomes)
+
+
+def test_records_stored_before_are_rewritten_by_their_migration(auth_client, user, store):
+    # given a creation and a replacement stored in the former shape (URL in clear, the secret's
+    # digest bound to no credential)
+    from django.apps import apps
+
+    migration = import_module("webhooks.migrations.0010_destination_write_records_withhold")
+    body = {**BODY, "url": CREDENTIAL_URL}
+    created = auth_client.put(URL, body, **key("old-1")).json()["data"]
+    replaced = auth_client.put(URL, {**body, "enabled": False}, **key("old-2")).json()["data"]
+    former = {**created, "secret_sha256": "0" * 64}
+    del former["secret"]
+    IdempotencyKey.objects.filter(key="old-1").update(response_body={"data": former})
+    IdempotencyKey.objects.filter(key="old-2").update(response_body={"data": replaced})
+
+    # when the migration runs
+    migration.rewrite(apps, None)
+
+    # then neither holds the URL's path or query; the replacement replays in full, and the
+    # creation, whose secret's credential is unknown, is a 409 rather than the secret
+    assert "hook-credential-123" not in str(list(IdempotencyKey.objects.values()))
+    again = auth_client.put(URL, {**body, "enabled": False}, **key("old-2"))
+    assert (again.status_code, again.json()["data"]) == (200, replaced)
+    assert auth_client.put(URL, body, **key("old-1")).status_code == 409
