@@ -4,11 +4,13 @@ secret, which a stored response never holds."""
 from importlib import import_module
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from config.api.models import IdempotencyKey
 from tests.concurrency import run_at_once
 from tests.factories import make_api_key
+from tests.oauth_cli.flow import refresh
 from webhooks.models import WebhookDestination
 
 URL = "/api/v2/webhook-destination"
@@ -310,3 +312,21 @@ def test_records_stored_before_are_rewritten_by_their_migration(auth_client, use
     again = auth_client.put(URL, {**body, "enabled": False}, **key("old-2"))
     assert (again.status_code, again.json()["data"]) == (200, replaced)
     assert auth_client.put(URL, body, **key("old-1")).status_code == 409
+
+
+def test_a_cli_that_refreshed_its_token_replays_its_own_creation_with_the_secret(
+    tokens, client_for, store
+):
+    # an OAuth installation is one credential across its token refreshes
+    first = client_for(tokens["access_token"], HTTP_X_STORE=store.slug).put(
+        URL, BODY, **key("cli-put")
+    )
+    refreshed = refresh(Client(), tokens["refresh_token"]).json()
+
+    again = client_for(refreshed["access_token"], HTTP_X_STORE=store.slug).put(
+        URL, BODY, **key("cli-put")
+    )
+
+    assert first.status_code == again.status_code == 201
+    assert again[REPLAYED] == "true"
+    assert again.json()["data"]["secret"] == first.json()["data"]["secret"]
