@@ -106,41 +106,29 @@ class CouponSerializer(serializers.ModelSerializer):
             # A listed coupon (coupons/selectors.py `coupon_listing`): its values, timestamps
             # already rendered by PostgreSQL.
             return {name: coupon[key] for name, key in LISTED_KEYS}
-        return {
-            "id": coupon.id,
-            "code": coupon.code,
-            "type": coupon.type,
-            "discount": coupon.discount,
-            "limit": coupon.limit,
-            "store_wide": coupon.store_wide,
-            "minimum_amount": coupon.minimum_amount,
-            "expires_at": utc_timestamp(coupon.expires_at),
-            "created_at": utc_timestamp(coupon.created_at),
-            "updated_at": utc_timestamp(coupon.updated_at),
-            "store_id": coupon.store_id,
-            "deleted_at": utc_timestamp(coupon.deleted_at),
-        }
+        representation = {name: getattr(coupon, name) for name in RESPONSE_FIELDS}
+        for name in LISTED_TIMESTAMPS:
+            representation[name] = utc_timestamp(representation[name])
+        return representation
 
 
-# Each field of a listed coupon and its key in the listed dict, in the order of the instance's
-# rendering above.
-LISTED_KEYS = [
-    (name, LISTED_TIMESTAMPS.get(name, name))
-    for name in (
-        "id",
-        "code",
-        "type",
-        "discount",
-        "limit",
-        "store_wide",
-        "minimum_amount",
-        "expires_at",
-        "created_at",
-        "updated_at",
-        "store_id",
-        "deleted_at",
-    )
-]
+# The response's fields, in its order.
+RESPONSE_FIELDS = (
+    "id",
+    "code",
+    "type",
+    "discount",
+    "limit",
+    "store_wide",
+    "minimum_amount",
+    "expires_at",
+    "created_at",
+    "updated_at",
+    "store_id",
+    "deleted_at",
+)
+# Each one's key in a listed coupon's dict.
+LISTED_KEYS = [(name, LISTED_TIMESTAMPS.get(name, name)) for name in RESPONSE_FIELDS]
 
 
 def utc_timestamp(value: datetime | None) -> str | None:
