@@ -16,7 +16,7 @@ from config.api.pagination import LaravelPagination
 from config.api.schema import RequiredBodySchema, error_responses, response_example
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
-from coupons.selectors import coupon_get
+from coupons.selectors import LISTED_COUPONS, coupon_get
 from coupons.serializers import (
     COUPON_AMOUNT_CREATE_EXAMPLE,
     COUPON_CREATE_EXAMPLE,
@@ -90,8 +90,7 @@ class CouponViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVie
     # No `update` action: PUT on a coupon is a 405 (the spec has PATCH only).
     permission_classes = [ApiKeyOnly, StorePermission]
     permission_area = "coupon"
-    # Oldest first (id order), so walking pages is stable while coupons are added.
-    queryset = Coupon.objects.order_by("id")
+    queryset = LISTED_COUPONS  # every coupon as listed, in id order
     serializer_class = CouponSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = CouponListFilter
