@@ -31,54 +31,16 @@ TARGETS_RULE = "needs at least one product or product variant when store_wide is
 
 
 class CouponQuerySet(models.QuerySet):
-    """The conditions of `of_store`, `live` and `deleted` are kept aside and built into the ORM
-    query when something first asks for it (`query`), as Django's related managers defer theirs
-    (`_defer_next_filter`): a list request reads its page by a prepared statement and never
-    does, and building them cost it about 0.1 ms (docs/benchmarks/coupons.md)."""
-
-    _unbuilt: dict = {}  # filter() keyword conditions not yet in the query
-
-    @property
-    def query(self):
-        if self._unbuilt:
-            # Built on a copy, then swapped in: a queryset may be shared between threads, and
-            # none may see it without its conditions.
-            query = self._query.chain()
-            query.add_q(Q(**self._unbuilt))
-            self._query, self._unbuilt = query, {}
-        return super().query
-
-    @query.setter
-    def query(self, value):
-        self._unbuilt = {}
-        models.QuerySet.query.fset(self, value)
-
-    def _clone(self):
-        # Django's _clone reads `query`, which would build them: it clones a copy without
-        # them, and the clone gets them unbuilt.
-        bare = object.__new__(type(self))
-        bare.__dict__ = {**self.__dict__, "_unbuilt": {}}
-        clone = super(CouponQuerySet, bare)._clone()
-        clone._unbuilt = self._unbuilt
-        return clone
-
-    def _filter_later(self, **conditions) -> "CouponQuerySet":
-        if self._query.is_sliced or conditions.keys() & self._unbuilt.keys():
-            return self.filter(**conditions)  # its error, or both conditions on one field
-        clone = self._chain()
-        clone._unbuilt = {**clone._unbuilt, **conditions}
-        return clone
-
     def of_store(self, store) -> "CouponQuerySet":
-        return self._filter_later(store=store)
+        return self.filter(store=store)
 
     def live(self) -> "CouponQuerySet":
         """Coupons not soft-deleted: the only ones that can be read, changed or applied, and
         whose codes are unique in their store."""
-        return self._filter_later(deleted_at__isnull=True)
+        return self.filter(deleted_at__isnull=True)
 
     def deleted(self) -> "CouponQuerySet":
-        return self._filter_later(deleted_at__isnull=False)
+        return self.filter(deleted_at__isnull=False)
 
 
 class Coupon(models.Model):

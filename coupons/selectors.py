@@ -1,99 +1,96 @@
 """Coupon reads, always scoped to one store."""
 
-import functools
-from collections import namedtuple
-
-from django.db import connection
-from psycopg.types.datetime import TimestamptzLoader
+from django.db.models import BigIntegerField, CharField, Func
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Cast
 
 from config.api.errors import NotFound, ValidationFailed
-from config.db import PreparedStatement
+from config.api.pagination import counted_by
 from coupons.models import Coupon, CouponQuerySet, CouponTotal
 from coupons.search import Search
 from stores.models import Store
 
 TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY = "without", "with", "only"
-# trashed: (the listing's condition on a coupon, its total in CouponTotal's columns)
-LISTINGS = {
-    TRASHED_WITHOUT: ("AND deleted_at IS NULL", "live"),
-    TRASHED_WITH: ("", "live + deleted"),
-    TRASHED_ONLY: ("AND deleted_at IS NOT NULL", "deleted"),
+
+
+class UtcTimestamp(Func):
+    """A timestamp as the API renders it, rendered by PostgreSQL: ISO 8601 in UTC with `Z`,
+    microseconds only when there are any (what DRF's DateTimeField and `utc_timestamp` give).
+    Loading a timestamp into Python (Django's loader is Python code) and formatting it there
+    cost about 3.5 µs each, three per coupon: a fifth of a page of 100 (issue 30)."""
+
+    template = (
+        "replace(to_char(%(expressions)s AT TIME ZONE 'UTC', "
+        "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), '.000000Z', 'Z')"
+    )
+    output_field = CharField()
+
+
+# A listed coupon is a dict (`values()`, no model instance: those were about 6% of a page of
+# 100, issue 14) of its API fields, the timestamps under these keys already rendered;
+# CouponSerializer reads it. `times_used` is not in the API.
+LISTED_FIELDS = (
+    "id",
+    "code",
+    "type",
+    "limit",
+    "store_wide",
+    "applies_to",
+    "subscription_payments",
+    "products",
+    "product_variants",
+    "store_id",
+)
+LISTED_TIMESTAMPS = {
+    name: f"{name}_rendered" for name in ("expires_at", "created_at", "updated_at", "deleted_at")
+}
+# The amounts as their quoted strings (issue 32): numeric(12,2) cast to text is "25.00", what
+# `coupons.serializers.amount` makes of a Decimal, without loading a Decimal per amount.
+LISTED_AMOUNTS = {
+    name: f"{name}_rendered" for name in ("discount", "minimum_amount", "maximum_discount_amount")
+}
+# Each listing's total: the store's CouponTotal row (no row: no coupons), as SQL. The same
+# scalar subquery as an ORM Subquery cost 0.2 ms per list request to build and resolve, a
+# quarter of the list's own time (docs/benchmarks/coupons.md, issue 30); only constants are
+# interpolated, the store is a parameter.
+LISTING_TOTAL_SQL = {
+    trashed: f"COALESCE((SELECT {total} FROM {CouponTotal._meta.db_table} "  # noqa: S608
+    "WHERE store_id = %s), 0)"
+    for trashed, total in (
+        (TRASHED_WITHOUT, "live"),
+        (TRASHED_WITH, "live + deleted"),
+        (TRASHED_ONLY, "deleted"),
+    )
 }
 
 
-def coupon_listing(coupons: CouponQuerySet, *, store: Store, trashed: str) -> CouponQuerySet:
-    """`coupons` (the store's, in id order) narrowed to the live ones (`without`), all
-    (`with`) or the deleted ones (`only`), its pages and total read by `coupon_page`.
+# Every coupon as listed, oldest first (id order, so walking pages is stable while coupons are
+# added): CouponViewSet's queryset. Built once: its columns and their rendering are the same
+# for every request, and building them was 0.2 ms of each (issue 30).
+LISTED_COUPONS = Coupon.objects.order_by("id").values(
+    *LISTED_FIELDS,
+    **{key: UtcTimestamp(name) for name, key in LISTED_TIMESTAMPS.items()},
+    **{key: Cast(name, CharField()) for name, key in LISTED_AMOUNTS.items()},
+)
 
-    `read_page` is an attribute of this one queryset: chaining anything on it (a clone) drops
-    it, and LaravelPagination then reads the page through the ORM."""
+
+def coupon_listing(coupons: CouponQuerySet, *, store: Store, trashed: str) -> CouponQuerySet:
+    """The store's listed `coupons` (`LISTED_COUPONS`) narrowed to the live ones (`without`),
+    all (`with`) or the deleted ones (`only`), counted by the store's maintained total of that
+    listing (O(1), config/list_totals.py) rather than by a count of its rows (`counted_by`,
+    which LaravelPagination reads)."""
     if trashed == TRASHED_ONLY:
         coupons = coupons.deleted()
     elif trashed == TRASHED_WITHOUT:
         coupons = coupons.live()
-    else:
-        coupons = coupons.all()  # a queryset of its own for the attribute
-    coupons.read_page = functools.partial(coupon_page, store=store, trashed=trashed)
-    return coupons
+    return counted_by(coupons, coupon_total(store=store, trashed=trashed))
 
 
-# coupon_page's plain SQL, one statement per listing: the model's columns, the listing's
-# condition and its total from the store's CouponTotal row (no row: no coupons). Only
-# constants are interpolated; the values are parameters.
-COUPON_FIELDS = [field.attname for field in Coupon._meta.concrete_fields]
-# A listed coupon: the model's field values under their attribute names, read-only. Building
-# model instances instead was about 6% of a request for a page of 100 (issue 14).
-CouponRow = namedtuple("CouponRow", COUPON_FIELDS)
-COUPON_COLUMNS = ", ".join(
-    connection.ops.quote_name(field.column) for field in Coupon._meta.concrete_fields
-)
-# A deferred join: the page's ids first, then only those rows' columns; the rows OFFSET
-# skips are not read whole (the last page at 1M coupons: 165 -> 108 ms,
-# docs/benchmarks/coupons-growth.md).
-COUPON_TOTAL_SQL = {
-    trashed: f"COALESCE((SELECT {total} FROM {CouponTotal._meta.db_table} "  # noqa: S608
-    "WHERE store_id = %(store)s), 0)"
-    for trashed, (_, total) in LISTINGS.items()
-}
-COUPON_PAGE_SQL = {
-    trashed: f"SELECT {COUPON_COLUMNS}, {COUPON_TOTAL_SQL[trashed]} "  # noqa: S608
-    f"FROM {Coupon._meta.db_table} WHERE id IN ("
-    f"SELECT id FROM {Coupon._meta.db_table} WHERE store_id = %(store)s {condition} "
-    "ORDER BY id LIMIT %(limit)s OFFSET %(offset)s) ORDER BY id"
-    for trashed, (condition, _) in LISTINGS.items()
-}
-# Prepared once per database session (config/db.py): planning was half of the statement's
-# time (page of 15: 0.38-0.44 ms unprepared, 0.23 ms prepared; docs/benchmarks/coupons.md).
-COUPON_PAGE_STATEMENT = {
-    trashed: PreparedStatement(f"storefront_coupon_page_{trashed}", sql)
-    for trashed, sql in COUPON_PAGE_SQL.items()
-}
-
-
-def coupon_page(
-    *, store: Store, trashed: str, offset: int, limit: int
-) -> tuple[list[CouponRow], int]:
-    """The `trashed` listing's rows `[offset : offset + limit]` and its total, in one prepared
-    statement; the total alone is a second one only for an empty page past the end (an empty
-    first page means an empty list). The ORM's statement instead (compiled per request, rows
-    built as model instances) costs the list a third of its throughput
-    (docs/benchmarks/coupons.md "Fast paths (issue 22)").
-    tests/coupons/test_coupon_list_api.py compares it with the ORM for every listing."""
-    with connection.cursor() as cursor:
-        # psycopg's own timestamptz loader: Django's (a Python subclass that sets the tzinfo
-        # again) was a fifth of a request's time for a page of 100. Both give aware datetimes
-        # in the session's time zone, which Django sets (docs/benchmarks/coupons.md).
-        cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
-        COUPON_PAGE_STATEMENT[trashed].execute(
-            cursor, {"store": store.pk, "limit": limit, "offset": offset}
-        )
-        rows = cursor.fetchall()
-        if rows:
-            return [CouponRow._make(row[:-1]) for row in rows], rows[0][-1]
-        if not offset:
-            return [], 0
-        cursor.execute(f"SELECT {COUPON_TOTAL_SQL[trashed]}", {"store": store.pk})
-        return [], cursor.fetchone()[0]
+def coupon_total(*, store: Store, trashed: str) -> RawSQL:
+    """The number of coupons in the store's `trashed` listing, as an expression."""
+    return RawSQL(  # noqa: S611 (constant SQL, the store as a parameter)
+        LISTING_TOTAL_SQL[trashed], (store.pk,), output_field=BigIntegerField()
+    )
 
 
 def coupon_search(

@@ -21,7 +21,7 @@ from coupons.schema import (
     CouponV2Schema,
     coupon_schema,
 )
-from coupons.selectors import coupon_get, coupon_search, coupons_get_many
+from coupons.selectors import LISTED_COUPONS, coupon_get, coupon_search, coupons_get_many
 from coupons.serializers import CouponSerializer, CouponWriteSerializer
 from coupons.services import (
     coupon_batch_create,
@@ -40,8 +40,7 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     permission_classes = [ApiKeyOnly, StorePermission]
     permission_area = "coupon"
     read_actions = ("search",)  # a POST that reads: coupon:read is enough
-    # Oldest first (id order), so walking pages is stable while coupons are added.
-    queryset = Coupon.objects.order_by("id")
+    queryset = LISTED_COUPONS  # every coupon as listed, in id order
     serializer_class = CouponSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = CouponListFilter

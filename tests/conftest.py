@@ -22,7 +22,7 @@ from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_a
 from tests.oauth_cli.flow import connect
 from tests.servers import SentryIngest, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
-from webhooks import services as webhook_services
+from webhooks import queueing as webhook_queueing
 
 # The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
 # same examples on every run and machine, so a failure found once is found again.
@@ -91,7 +91,7 @@ def cache_cleared():
     limiter's or the task publisher's pause left by a simulated outage in an earlier test.
     Returns the clearing, for the test of what it leaves."""
     ratelimit._cache_unavailable_until = 0.0
-    webhook_services._broker_unavailable_until = 0.0
+    webhook_queueing._broker_unavailable_until = 0.0
     # The cache's own Redis database (config/settings/test.py): the broker's is another one.
     cache.clear()
     return cache.clear

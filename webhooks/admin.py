@@ -109,8 +109,8 @@ class WebhookDeliveryAttemptInline(NoAddAdminMixin, admin.TabularInline):
 
     @admin.display(description="destination")
     def destination(self, attempt: WebhookDeliveryAttempt) -> str:
-        # The origin, as for the destination itself (WebhookDestinationAdmin.destination).
-        return url_origin(attempt.url)
+        # Attempts keep only the origin, as the destination itself shows.
+        return attempt.origin
 
 
 @admin.register(WebhookDelivery)

@@ -3,187 +3,50 @@
 
 The two ways in are at the end: `delivery_send` (one delivery: a retry, the sweeper's orphans)
 and `destination_drain` (a destination's due deliveries in turn: new deliveries, wake-ups).
-Creating and queueing deliveries is services.py's; the tasks only call these two.
-
-Send slots bound how many sends are in flight at once (docs/decisions/webhooks.md "Fairness
-between stores"): a send holds, all at once or not at all, one free slot of its destination
-(WEBHOOKS_DESTINATION_CONCURRENCY), one of the account that created its store
-(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its destination is failing (`failing_since` set),
-one of the failing destinations' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
-(models.WebhookSendSlot): a worker that dies gives its slots back when their lease runs out,
-and slots work through any connection pooler, which session advisory locks did not.
+Creating deliveries is services.py's, queueing them queueing.py's; the tasks only call these
+two. What the way uses, each in its own module: the send slots (slots.py: how many sends are
+in flight at once), the leases kept alive while their worker lives (leases.py), and what a
+failed attempt leads to (failures.py: the retry's wait, the destination's health).
 """
 
-import contextlib
 import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from config import metrics
-from config.db import PreparedStatement
-from events.models import Event
 from events.serializers import event_resource
 from webhooks.addresses import url_origin
-from webhooks.models import (
-    WebhookDelivery,
-    WebhookDeliveryAttempt,
-    WebhookDestination,
-    WebhookSendSlot,
+from webhooks.failures import (
+    destination_health_update,
+    retry_cancel_if_destination_off,
+    retry_delay,
+)
+from webhooks.leases import keeper
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
+from webhooks.queueing import (
+    deliveries_enqueue,
+    destination_drain_marker_clear,
+    destination_drain_marker_hold,
+    destination_drain_marker_let_go,
 )
 from webhooks.sender import SendResult, send
-from webhooks.services import (
-    deliveries_enqueue,
-    destination_drain_continue,
-    destination_drain_marker_clear,
-    destination_enabled_set,
-    destination_signing_secrets,
-)
+from webhooks.services import destination_signing_secrets
+from webhooks.slots import slots_held
+from webhooks.statements import delivery_lease, outcome_record
 
 logger = logging.getLogger(__name__)
 
 ABANDONED_ATTEMPT_ERROR = "abandoned: the worker stopped before an outcome (lease expired)"
 
 
-# --- 1. take the send slots -----------------------------------------------------------------
-
-
-@dataclass
-class HeldSlots:
-    """What a send holds: its slot rows (none for a deleted destination), and what they were
-    taken as, for the wake-ups after their release."""
-
-    slot_ids: list
-    token: uuid.UUID | None = None
-    account_id: int | None = None
-    failing: bool = False
-
-
-# The database function of migration 0007: one free slot of each bound, all or none, in one
-# round trip.
-TAKE_SQL = (
-    "SELECT slot_ids, account_id, failing FROM webhooks_send_slots_take(%s, %s, %s, %s, %s, %s)"
-)
-
-
-def slots_take(destination_id) -> HeldSlots | None:
-    """Takes the slots a send to this destination needs; None when one of them is full."""
-    token = uuid.uuid4()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            TAKE_SQL,
-            [
-                destination_id,
-                token,
-                timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
-                settings.WEBHOOKS_DESTINATION_CONCURRENCY,
-                settings.WEBHOOKS_ACCOUNT_CONCURRENCY,
-                settings.WEBHOOKS_FAILING_CONCURRENCY,
-            ],
-        )
-        slot_ids, account_id, failing = cursor.fetchone()
-    if slot_ids is None:
-        return None
-    return HeldSlots(slot_ids=slot_ids, token=token, account_id=account_id, failing=failing)
-
-
-# --- 2. claim the delivery --------------------------------------------------------------------
-
-# Claims the oldest due, unleased delivery matching {match}, counts its attempt, and reads what
-# the attempt needs, in one round trip. SKIP LOCKED: concurrent claimers take different rows (or
-# none) instead of queueing behind the row another one is claiming; PostgreSQL re-checks the
-# subquery's conditions (WebhookDelivery.objects.due) on the row it locks, so exactly one
-# claimer wins an attempt.
-CLAIM_SQL = """
-WITH claimed AS (
-    UPDATE webhooks_webhookdelivery AS delivery
-    SET lease_until = %(lease_until)s, lease_token = %(token)s,
-        attempts = delivery.attempts + 1, updated_at = %(now)s
-    WHERE delivery.id = (
-        SELECT due.id FROM webhooks_webhookdelivery AS due
-        WHERE {match} AND due.status = '{pending}' AND due.next_attempt_at <= %(now)s
-            AND (due.lease_until IS NULL OR due.lease_until < %(now)s)
-        ORDER BY due.next_attempt_at
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED
-    )
-    RETURNING delivery.*
-)
-SELECT {columns}
-FROM claimed
-JOIN events_event AS event ON event.id = claimed.event_id
-LEFT JOIN webhooks_webhookdestination AS destination ON destination.id = claimed.destination_id
-"""
-# The row of CLAIM_SQL, model by model (fixed identifiers from the models, no input).
-CLAIM_ROW_MODELS = (
-    ("claimed", WebhookDelivery),
-    ("event", Event),
-    ("destination", WebhookDestination),
-)
-# Prepared once per database session (config/db.py): planning the claim was a large part of
-# its time. The pending status is a constant in the text, so the generic plan can use the
-# partial indexes on pending deliveries.
-CLAIM_STATEMENT_BY = {
-    match_name: PreparedStatement(
-        f"storefront_delivery_claim_by_{match_name}",
-        CLAIM_SQL.format(
-            match=match,
-            pending=WebhookDelivery.STATUS_PENDING,
-            columns=", ".join(
-                f'{alias}."{field.column}"'
-                for alias, model in CLAIM_ROW_MODELS
-                for field in model._meta.concrete_fields
-            ),
-        ),
-    )
-    for match_name, match in (
-        ("delivery_id", "due.id = %(delivery_id)s"),
-        ("destination_id", "due.destination_id = %(destination_id)s"),
-    )
-}
-
-
-def _claimed_from_row(row) -> WebhookDelivery:
-    """The delivery of a CLAIM_SQL row, with its event and destination (None if deleted)."""
-    instances, offset = [], 0
-    for _alias, model in CLAIM_ROW_MODELS:
-        fields = model._meta.concrete_fields
-        values = []
-        for field, value in zip(fields, row[offset : offset + len(fields)], strict=True):
-            for converter in field.get_db_converters(connection):
-                value = converter(value, None, connection)
-            values.append(value)
-        offset += len(fields)
-        names = [field.attname for field in fields]
-        present = values[names.index(model._meta.pk.attname)] is not None  # the LEFT JOIN's
-        instances.append(model.from_db(connection.alias, names, values) if present else None)
-    delivery, event, destination = instances
-    delivery.event = event
-    delivery.destination = destination
-    return delivery
-
-
-def _delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
-    """Leases the oldest due delivery matching `match` (delivery_id= or destination_id=) to
-    this worker and counts its attempt; None when there is none (or another worker has it)."""
-    ((match_name, match_value),) = match.items()
-    params = {
-        "lease_until": now + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS),
-        "token": token,
-        "now": now,
-        match_name: match_value,
-    }
-    with connection.cursor() as cursor:
-        CLAIM_STATEMENT_BY[match_name].execute(cursor, params)
-        row = cursor.fetchone()
-    return _claimed_from_row(row) if row else None
+# --- 1. claim the delivery --------------------------------------------------------------------
 
 
 def delivery_claim(
@@ -198,9 +61,10 @@ def delivery_claim(
     # Autocommitted statements, no transaction: the claim is one statement; what follows only
     # reads or records, and a worker dying in between just lets the lease run out.
     match = {"delivery_id": delivery_id} if delivery_id else {"destination_id": destination_id}
-    delivery = _delivery_lease(now=now, token=token, **match)
+    delivery = delivery_lease(now=now, token=token, **match)
     if delivery is None:
         return None
+    keeper.hold(token, taken_at=now)
     if delivery.attempts > 1:
         _abandoned_attempts_record(delivery=delivery, now=now)
     destination = delivery.destination
@@ -215,6 +79,7 @@ def delivery_claim(
             next_attempt_at=None,
             enqueued_at=None,
         )
+        keeper.drop(token)
         metrics.webhook_delivery_settled("failed" if tried else "disabled")
         return False
     origin = url_origin(destination.url)
@@ -224,7 +89,7 @@ def delivery_claim(
         WebhookDelivery.objects.filter(pk=delivery.pk).update(destination_origin=origin)
     # Saved with its outcome, in the transaction that moves the delivery on.
     attempt = WebhookDeliveryAttempt(
-        delivery=delivery, number=delivery.attempts, url=destination.url, started_at=now
+        delivery=delivery, number=delivery.attempts, origin=origin, started_at=now
     )
     return delivery, attempt
 
@@ -238,7 +103,7 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
             WebhookDeliveryAttempt(
                 delivery=delivery,
                 number=number,
-                url=delivery.destination.url if delivery.destination else "",
+                origin=delivery.destination_origin,
                 started_at=now,
                 finished_at=now,
                 error=ABANDONED_ATTEMPT_ERROR,
@@ -250,66 +115,25 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
     )
 
 
-# --- 3. send --------------------------------------------------------------------------------
+# --- 2. send --------------------------------------------------------------------------------
 
 
 def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
     """Sends the claimed delivery once and records the outcome; returns its new status."""
     body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
-    result = send(
-        url=attempt.url,
-        message_id=delivery.event_id,
-        body=body,
-        secrets=destination_signing_secrets(delivery.destination),
-    )
-    return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
+    try:
+        result = send(
+            url=delivery.destination.url,
+            message_id=delivery.event_id,
+            body=body,
+            secrets=destination_signing_secrets(delivery.destination),
+        )
+        return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
+    finally:
+        keeper.drop(delivery.lease_token)  # recorded, or left to run out as a dead worker's
 
 
-# --- 4. record the outcome ----------------------------------------------------------------------
-
-# The columns _outcome_record writes, and its statement (fixed text, parameters only).
-DELIVERY_OUTCOME_COLUMNS = (
-    "status",
-    "response_status",
-    "response_body",
-    "next_attempt_at",
-    "enqueued_at",
-    "lease_until",
-    "lease_token",
-    "updated_at",
-)
-ATTEMPT_OUTCOME_COLUMNS = (
-    "number",
-    "url",
-    "started_at",
-    "finished_at",
-    "duration_ms",
-    "response_status",
-    "response_body",
-    "error",
-)
-OUTCOME_RECORD_SQL = f"""
-WITH moved AS (
-    UPDATE webhooks_webhookdelivery SET {", ".join(f"{c} = %s" for c in DELIVERY_OUTCOME_COLUMNS)}
-    WHERE id = %s AND lease_token = %s
-    RETURNING id
-)
-INSERT INTO webhooks_webhookdeliveryattempt (delivery_id, {", ".join(ATTEMPT_OUTCOME_COLUMNS)})
-SELECT moved.id, {", ".join(["%s"] * len(ATTEMPT_OUTCOME_COLUMNS))} FROM moved
-"""  # noqa: S608 (fixed column names; values are parameters)
-OUTCOME_RECORD_STATEMENT = PreparedStatement("storefront_delivery_outcome", OUTCOME_RECORD_SQL)
-
-
-def _retry_delay(*, attempts: int, result: SendResult) -> float | None:
-    """Seconds until the next attempt, or None when the schedule is exhausted."""
-    schedule = settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS
-    if attempts > len(schedule):
-        return None
-    delay = schedule[attempts - 1]
-    if result.retry_after_seconds is not None:
-        # Honoured when it asks for longer, within the schedule's longest wait.
-        delay = max(delay, min(result.retry_after_seconds, max(schedule)))
-    return delay
+# --- 3. record the outcome ----------------------------------------------------------------------
 
 
 def delivery_attempt_finish(
@@ -324,7 +148,7 @@ def delivery_attempt_finish(
     elif result.response_status == 410:
         status = WebhookDelivery.STATUS_FAILED
     else:
-        delay = _retry_delay(attempts=delivery.attempts, result=result)
+        delay = retry_delay(attempts=delivery.attempts, result=result)
         status = WebhookDelivery.STATUS_FAILED if delay is None else WebhookDelivery.STATUS_PENDING
     next_attempt_at = now + timedelta(seconds=delay) if delay is not None else None
     queue_now = delay is not None and delay <= settings.WEBHOOKS_COUNTDOWN_MAX_SECONDS
@@ -343,13 +167,13 @@ def delivery_attempt_finish(
         "lease_token": None,
         "updated_at": now,
     }
-    if not _outcome_record(delivery=delivery, attempt=attempt, outcome=outcome):
+    if not outcome_record(delivery=delivery, attempt=attempt, outcome=outcome):
         # The lease ran out and another worker took the delivery over: its outcome counts.
         logger.warning("webhook delivery %s: lease lost during attempt", delivery.pk)
         return WebhookDelivery.objects.get(pk=delivery.pk).status
-    disabled_now = _destination_health_update(destination=destination, result=result, now=now)
+    disabled_now = destination_health_update(destination=destination, result=result, now=now)
     if status == WebhookDelivery.STATUS_PENDING and (
-        _retry_cancel_if_destination_off(delivery_id=delivery.pk, now=now) or disabled_now
+        retry_cancel_if_destination_off(delivery_id=delivery.pk, now=now) or disabled_now
     ):
         status = WebhookDelivery.STATUS_FAILED
     if status == WebhookDelivery.STATUS_PENDING and queue_now:
@@ -382,194 +206,6 @@ def delivery_attempt_finish(
     return status
 
 
-def _outcome_record(*, delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt, outcome) -> bool:
-    """Moves the delivery on and saves the attempt, atomically, if this worker still holds the
-    lease; False otherwise. One statement (a data-modifying CTE: one round trip instead of
-    BEGIN, UPDATE, INSERT, COMMIT)."""
-    params = [
-        *(outcome[column] for column in DELIVERY_OUTCOME_COLUMNS),
-        delivery.pk,
-        delivery.lease_token,
-        *(getattr(attempt, column) for column in ATTEMPT_OUTCOME_COLUMNS),
-    ]
-    with connection.cursor() as cursor:
-        OUTCOME_RECORD_STATEMENT.execute(cursor, params)
-        return cursor.rowcount == 1
-
-
-def _retry_cancel_if_destination_off(*, delivery_id, now) -> bool:
-    """A retry is not scheduled for a destination disabled or deleted during the attempt (its
-    pending deliveries were settled then, except this leased one): the delivery is `failed`."""
-    return bool(
-        WebhookDelivery.objects.filter(
-            pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, lease_until__isnull=True
-        )
-        .filter(Q(destination__isnull=True) | Q(destination__enabled=False))
-        .update(
-            status=WebhookDelivery.STATUS_FAILED,
-            next_attempt_at=None,
-            enqueued_at=None,
-            updated_at=now,
-        )
-    )
-
-
-def _destination_health_update(*, destination, result: SendResult, now) -> bool:
-    """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it;
-    returns whether it did (its pending deliveries, this one included, are then settled).
-
-    `destination` is as read at claim time; the conditional UPDATEs keep it right when other
-    workers change it meanwhile, and are skipped when there is nothing to change.
-    """
-    if result.succeeded:
-        if destination.failing_since is not None:
-            WebhookDestination.objects.filter(pk=destination.pk).update(failing_since=None)
-        return False
-    if destination.failing_since is None:
-        WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
-            failing_since=now
-        )
-    reason = ""
-    if result.response_status == 410:
-        reason = WebhookDestination.DISABLED_GONE
-    elif destination.failing_since is not None:
-        failing_since = (
-            WebhookDestination.objects.filter(pk=destination.pk)
-            .values_list("failing_since", flat=True)
-            .first()
-        )
-        if failing_since and failing_since <= now - settings.WEBHOOKS_DISABLE_AFTER_FAILING:
-            reason = WebhookDestination.DISABLED_FAILING
-    if reason:
-        logger.warning("webhook destination %s disabled: %s", destination.pk, reason)
-        destination_enabled_set(destination=destination, enabled=False, reason=reason)
-    return bool(reason)
-
-
-# --- 5. release the slots and wake who waits ------------------------------------------------
-
-# Given back in the order every taker locks slot rows in (scope, owner, number), so a release
-# and a take never wait for each other in a cycle.
-RELEASE_SQL = """
-UPDATE webhooks_webhooksendslot SET lease_until = NULL, lease_token = NULL
-WHERE id IN (
-    SELECT id FROM webhooks_webhooksendslot
-    WHERE id = ANY(%(slot_ids)s) AND lease_token = %(token)s
-    ORDER BY scope, owner, number
-    FOR UPDATE
-)
-"""
-
-# After a release, in one round trip: whether the destination still has a due delivery
-# (WebhookDelivery.objects.due; the deliveries' leases are in the workers' clock, the slots' in
-# the database's), and the next other destination, in id order after this one and wrapping round
-# (so the waiting ones take turns), that has a due delivery and a free destination slot: one
-# of the same account, and, when a failing slot was released, one of the failing ones.
-DUE_SQL = """EXISTS (
-    SELECT 1 FROM webhooks_webhookdelivery AS due
-    WHERE due.destination_id = {destination} AND due.status = 'pending'
-        AND due.next_attempt_at <= %(now)s
-        AND (due.lease_until IS NULL OR due.lease_until < %(now)s)
-)"""
-WAITING_SQL = """
-SELECT dest.id FROM webhooks_webhookdestination AS dest
-JOIN stores_store AS store ON store.id = dest.store_id
-WHERE {where} AND dest.enabled AND dest.id {after} %(destination)s AND {due}
-    AND (SELECT count(*) FROM webhooks_webhooksendslot AS slot
-         WHERE slot.scope = 1 AND slot.owner = dest.id AND slot.lease_until >= now())
-        < %(destination_slots)s
-ORDER BY dest.id LIMIT 1
-"""
-NEXT_WAITING_SQL = """(
-    SELECT waiting.id FROM (
-        (SELECT * FROM ({after}) AS after_this) UNION ALL (SELECT * FROM ({before}) AS before_this)
-    ) AS waiting
-    LIMIT 1
-)"""
-
-
-def _next_waiting(where: str) -> str:
-    due = DUE_SQL.format(destination="dest.id")
-    return NEXT_WAITING_SQL.format(
-        after=WAITING_SQL.format(where=where, after=">", due=due),
-        before=WAITING_SQL.format(where=where, after="<", due=due),
-    )
-
-
-WAKE_SQL = "SELECT {own_due}, {account_next}, CASE WHEN %(failing)s THEN {failing_next} END".format(
-    own_due=DUE_SQL.format(destination="%(destination)s"),
-    account_next=_next_waiting(
-        "(store.created_by_id = %(account)s OR store.id = %(creatorless_store)s)"
-    ),
-    failing_next=_next_waiting("dest.failing_since IS NOT NULL"),
-)
-# Prepared once per database session (config/db.py): planning the wake-up query cost more than
-# running it.
-RELEASE_STATEMENT = PreparedStatement("storefront_send_slots_release", RELEASE_SQL)
-WAKE_STATEMENT = PreparedStatement("storefront_send_slots_wake", WAKE_SQL)
-# The constants written into the SQL above.
-assert WebhookDelivery.STATUS_PENDING == "pending"
-assert WebhookSendSlot.SCOPE_DESTINATION == 1
-
-
-def slots_release(held: HeldSlots) -> None:
-    if not held.slot_ids:
-        return
-    try:
-        with connection.cursor() as cursor:
-            RELEASE_STATEMENT.execute(cursor, {"slot_ids": held.slot_ids, "token": held.token})
-    except Exception:
-        # A broken connection: the leases run out on their own.
-        logger.warning("webhook send slots %s not released; their lease runs out", held.slot_ids)
-
-
-def _destinations_wake(destination_id, held: HeldSlots, *, more_due: bool = False) -> None:
-    """After slots are released: a drain or send refused a slot ended without a trace, leaving
-    its deliveries to the slot holders; so each holder, once it let go, queues a drain of its
-    destination if anything is still due there, and a drain of the next other destination of
-    its account with a due delivery (and, for a failing slot, of the next failing one). Looking
-    after the release closes the gap: whoever was refused this slot was refused before, and
-    its deliveries are due now. What a wake-up misses (a slot whose lease ran out) the sweeper
-    queues."""
-    if not held.slot_ids:
-        return  # a deleted destination: nothing to wake
-    with connection.cursor() as cursor:
-        WAKE_STATEMENT.execute(
-            cursor,
-            {
-                "now": timezone.now(),
-                "destination": destination_id,
-                "account": held.account_id,
-                # A store whose creator is gone is its own account, numbered minus its id.
-                "creatorless_store": -held.account_id,
-                "failing": held.failing,
-                "destination_slots": settings.WEBHOOKS_DESTINATION_CONCURRENCY,
-            },
-        )
-        own_due, account_next, failing_next = cursor.fetchone()
-    # The others first: they queue ahead of this destination's successor for the freed slot.
-    for other in dict.fromkeys(filter(None, (account_next, failing_next))):
-        destination_drain_continue(other)
-    if more_due or own_due:
-        destination_drain_continue(destination_id)
-
-
-@contextlib.contextmanager
-def slots_held(destination_id, *, more_due=lambda: False):
-    """Holds the slots of a send to this destination while the block runs; yields the
-    HeldSlots, or None (holding nothing) when one of its bounds is full. After the block, the
-    slots are released and who waits for them is woken (`more_due()`: whether the block left
-    deliveries it was due to send)."""
-    held = slots_take(destination_id)
-    try:
-        yield held
-    finally:
-        if held is not None:
-            slots_release(held)
-    if held is not None:
-        _destinations_wake(destination_id, held, more_due=more_due())
-
-
 # --- the ways in ----------------------------------------------------------------------------
 
 
@@ -595,14 +231,15 @@ def destination_drain(*, destination_id) -> int:
     """Sends the destination's due deliveries one after another, oldest first, for at most
     WEBHOOKS_DRAIN_SECONDS; returns how many it claimed.
 
-    New deliveries are queued as one drain per destination (services.destination_drain_request),
+    New deliveries are queued as one drain per destination (queueing.destination_drain_request),
     not one message per delivery. The drain ends by clearing the destination's drain marker and
     then looking once more, so a delivery committed while the marker was still set (and so not
     queued) is sent by this drain. Out of time with more due, it queues its successor, which
     goes to the back of the queue: other destinations' work is not held up behind a backlog.
 
     It sends only while holding its send slots; with a bound full it ends at once, and a slot
-    holder queues the next drain (_destinations_wake).
+    holder queues the next drain (slots._destinations_wake). While it runs, its marker is a
+    lease of this worker (leases.py): a killed drain's is gone within seconds.
     """
     started = time.monotonic()
     claimed = 0
@@ -610,18 +247,26 @@ def destination_drain(*, destination_id) -> int:
     marker_held = True
     with slots_held(destination_id, more_due=lambda: out_of_time) as held:
         if held is None:
+            # The slots' holders wake this destination when they let go; if they die, the
+            # sweeper does, once this marker has run out.
+            destination_drain_marker_let_go(destination_id, refused=True)
             return 0
-        while True:
-            if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
-                out_of_time = True
-                return claimed
-            claim = delivery_claim(destination_id=destination_id)
-            if claim is None:
-                if not marker_held:
+        destination_drain_marker_hold(destination_id)
+        try:
+            while True:
+                if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
+                    out_of_time = True
                     return claimed
-                destination_drain_marker_clear(destination_id)
-                marker_held = False
-                continue
-            claimed += 1
-            if claim:
-                _attempt_make(*claim)
+                claim = delivery_claim(destination_id=destination_id)
+                if claim is None:
+                    if not marker_held:
+                        return claimed
+                    destination_drain_marker_clear(destination_id)
+                    marker_held = False
+                    continue
+                claimed += 1
+                if claim:
+                    _attempt_make(*claim)
+        finally:
+            # Before the slots' release queues a successor, which sets the marker anew.
+            destination_drain_marker_let_go(destination_id)

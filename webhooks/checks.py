@@ -35,6 +35,18 @@ def leases_outlast_the_sending_tasks(app_configs, **kwargs):
                 id="webhooks.E002",
             )
         )
+    # A lease lasts three heartbeats and is renewed each (webhooks/leases.py): no heartbeat is
+    # a renewing thread spinning, and one past a third of the lease cannot keep it.
+    heartbeat = settings.WEBHOOKS_HEARTBEAT_SECONDS
+    if not 0 < 3 * heartbeat <= settings.WEBHOOKS_LEASE_SECONDS:
+        errors.append(
+            checks.Error(
+                "WEBHOOKS_HEARTBEAT_SECONDS must be more than 0 and at most a third of "
+                "WEBHOOKS_LEASE_SECONDS.",
+                hint="A dead worker's leases come back within three heartbeats (1 s by default).",
+                id="webhooks.E005",
+            )
+        )
     return errors
 
 

@@ -7,6 +7,7 @@ Deliveries reference their event with on_delete=CASCADE, so they follow the jour
 import uuid
 
 from django.db import models
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from config.list_totals import ListTotals
@@ -61,17 +62,32 @@ class WebhookDestination(models.Model):
         return f"{self.store_id} -> {url_origin(self.url)}"
 
 
+# "Due delivery", written once: pending, its attempt due at `now`, and no live lease holds it.
+# What a claim may take, what wakes a drain, what the sweeper re-queues and the backlog counts.
+# SQL text, so the claim and the wake-up statements (webhooks/attempts.py, webhooks/slots.py)
+# use it as it is; `pending` is a constant in it, so their generic plans can use the partial
+# indexes on pending deliveries.
+DUE_SQL = (
+    "{delivery}.status = 'pending' AND {delivery}.next_attempt_at <= {now} "
+    "AND ({delivery}.lease_until IS NULL OR {delivery}.lease_until < {now})"
+)
+
+
+def due_sql(*, delivery: str, now: str) -> str:
+    """DUE_SQL for the delivery table named `delivery` in a statement, `now` its parameter."""
+    return DUE_SQL.format(delivery=delivery, now=now)
+
+
 class WebhookDeliveryQuerySet(models.QuerySet):
     def due(self, now):
-        """Pending deliveries whose attempt is due at `now` and that no live lease holds: what a
-        claim may take, what wakes a drain and what the sweeper re-queues."""
-        return self.filter(status=WebhookDelivery.STATUS_PENDING, next_attempt_at__lte=now).filter(
-            models.Q(lease_until__isnull=True) | models.Q(lease_until__lt=now)
-        )
+        """Deliveries due at `now` (DUE_SQL)."""
+        # Fixed text from this module; `now` is a parameter.
+        sql = due_sql(delivery=f'"{self.model._meta.db_table}"', now="%s")
+        return self.filter(RawSQL(sql, [now, now], output_field=models.BooleanField()))  # noqa: S611
 
 
 class WebhookDelivery(models.Model):
-    STATUS_PENDING = "pending"
+    STATUS_PENDING = "pending"  # a constant in DUE_SQL
     STATUS_SUCCEEDED = "succeeded"
     STATUS_FAILED = "failed"
     STATUS_DISABLED = "disabled"
@@ -187,7 +203,9 @@ class WebhookDeliveryAttempt(models.Model):
         WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_records"
     )
     number = models.PositiveIntegerField()
-    url = models.URLField(max_length=2048)
+    # scheme://host[:port] it was sent to, as the delivery's destination_origin: never the full
+    # URL, whose path and query can be a credential (docs/decisions/hardening.md, Hardening IV).
+    origin = models.CharField(max_length=300, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)

@@ -22,6 +22,11 @@ def destination_secret_get(*, store) -> str | None:
     return WebhookDestination.objects.filter(store=store).values_list("secret", flat=True).first()
 
 
+def destination_url_get(*, store) -> str | None:
+    """The URL of the store's destination; None without a destination."""
+    return WebhookDestination.objects.filter(store=store).values_list("url", flat=True).first()
+
+
 def event_types_list() -> list[EventType]:
     return list(EVENT_TYPES.values())
 

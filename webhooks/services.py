@@ -8,38 +8,30 @@ destination, queued on commit; a retry is queued as its own send task; the beat 
 a drain of each destination with a due delivery whose message was lost. Every send holds one
 of its destination's few send slots, one of its account's and, while the destination fails, one
 of the failing destinations' share (webhooks/attempts.py), so no store, no account and no set of
-failing receivers fills the workers.
+failing receivers fills the workers. Queueing the tasks and the sweeper are
+webhooks/queueing.py's.
 """
 
 import base64
-import contextlib
 import logging
 import secrets as secrets_module
-import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from config.api.errors import NotFound, RateLimited, ValidationFailed
-from config.celery import app
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
+from webhooks.queueing import drain_request_on_commit
 from webhooks.selectors import delivery_get, destination_get
 
 logger = logging.getLogger(__name__)
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
-# The tasks (webhooks/tasks.py) are queued by their stable names: tasks.py calls attempts.py,
-# which calls this module, so importing the task objects here would close a circle.
-DELIVERY_SEND_TASK = "webhooks.delivery_send"
-DESTINATION_DRAIN_TASK = "webhooks.destination_drain"
-DELIVERIES_SWEEP_TASK = "webhooks.deliveries_sweep"
 
 
 def secret_new() -> str:
@@ -147,104 +139,6 @@ def destination_signing_secrets(destination: WebhookDestination) -> list[str]:
     return secrets
 
 
-# --- deliveries: creation and queueing ------------------------------------------------------
-
-
-# After a failed publish this process stops trying for a while: during a broker outage a
-# business request would otherwise wait out a connection timeout after its commit, and log a
-# line, each time. The deliveries stay due in PostgreSQL; the sweeper queues them once the
-# broker is back.
-BROKER_OUTAGE_PAUSE_SECONDS = 5.0
-_broker_unavailable_until = 0.0
-
-
-def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None = None) -> bool:
-    """Queues the task named `task_name` once per args; False (nothing raised) when the
-    broker is unreachable.
-
-    Fails fast (one connection try, no publish retries): this runs after the commit of a
-    business request, which must not wait seconds for a broker that is down.
-    """
-    global _broker_unavailable_until
-    if time.monotonic() < _broker_unavailable_until:
-        return False
-    try:
-        with app.producer_or_acquire() as producer:
-            producer.connection.ensure_connection(max_retries=1, interval_start=0, timeout=1)
-            for args in args_list:
-                app.send_task(
-                    task_name, args=args, countdown=countdown, retry=False, producer=producer
-                )
-    except Exception:
-        # Unreachable, or a pooled connection that broke: either way the next tries would fail
-        # the same way for a while.
-        _broker_unavailable_until = time.monotonic() + BROKER_OUTAGE_PAUSE_SECONDS
-        logger.warning(
-            "task broker unavailable: webhook tasks not queued for %.0f s; the sweeper will "
-            "queue the deliveries",
-            BROKER_OUTAGE_PAUSE_SECONDS,
-            exc_info=True,
-        )
-        return False
-    return True
-
-
-def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) -> bool:
-    """Queues one send task per delivery (retries, the sweeper); a broker outage is logged,
-    not raised: the sweeper catches up."""
-    args_list = [[str(delivery_id)] for delivery_id in delivery_ids]
-    return _tasks_publish(DELIVERY_SEND_TASK, args_list, countdown=countdown)
-
-
-# --- deliveries: one drain per destination --------------------------------------------------
-# New deliveries are sent by a drain of their destination (attempts.destination_drain), which
-# claims and sends due deliveries one after another. A marker in the cache says "a drain of this
-# destination is queued or running"; while it is set, new deliveries queue nothing. It expires
-# after WEBHOOKS_LEASE_SECONDS (past a drain's time limit), so a killed worker's marker goes away.
-
-
-def _drain_marker_key(destination_id) -> str:
-    return f"webhooks:drain:{destination_id}"
-
-
-def _drain_enqueue(destination_id) -> None:
-    if not _tasks_publish(DESTINATION_DRAIN_TASK, [[destination_id]]):
-        destination_drain_marker_clear(destination_id)  # so the next delivery tries again
-
-
-def destination_drain_request(destination_id) -> None:
-    """Queues a drain of the destination unless one is queued or running already (it will
-    claim the new deliveries too). Called on the commit that created deliveries."""
-    try:
-        marker_set = cache.add(
-            _drain_marker_key(destination_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS
-        )
-    except Exception:
-        marker_set = True  # no cache: queue anyway; a drain with nothing due just ends
-    if marker_set:
-        _drain_enqueue(destination_id)
-
-
-def destination_drain_continue(destination_id) -> None:
-    """Queues the successor of a drain that ran out of time with deliveries still due."""
-    with contextlib.suppress(Exception):
-        cache.set(_drain_marker_key(destination_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS)
-    _drain_enqueue(destination_id)
-
-
-def destination_drain_marker_clear(destination_id) -> None:
-    try:
-        cache.delete(_drain_marker_key(destination_id))
-    except Exception:
-        # It expires on its own; until then the sweeper queues what new deliveries need.
-        logger.warning("webhook destination %s: drain marker not cleared", destination_id)
-
-
-def _drain_request_on_commit(delivery: WebhookDelivery) -> None:
-    destination_id = delivery.destination_id
-    transaction.on_commit(lambda: destination_drain_request(destination_id), robust=True)
-
-
 def _delivery_new(*, event, destination: WebhookDestination, replay_of=None) -> WebhookDelivery:
     now = timezone.now()
     status = (
@@ -291,7 +185,7 @@ def deliveries_create_for_event(*, event) -> WebhookDelivery | None:
         return None
     delivery = _delivery_new(event=event, destination=destination)
     if delivery.status == WebhookDelivery.STATUS_PENDING:
-        _drain_request_on_commit(delivery)
+        drain_request_on_commit(delivery.destination_id)
     return delivery
 
 
@@ -342,47 +236,5 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
         delivery = _delivery_new(
             event=original.event, destination=destination, replay_of=original.pk
         )
-        _drain_request_on_commit(delivery)
+        drain_request_on_commit(delivery.destination_id)
     return delivery
-
-
-def deliveries_sweep(*, now=None) -> int:
-    """Queues a drain of every destination with a due pending delivery whose last message may
-    be lost; returns how many deliveries that covers.
-
-    One drain per destination, not one message per delivery: a destination's backlog costs one
-    message, and its drains are bounded by WEBHOOKS_DESTINATION_CONCURRENCY, so a failing
-    store's backlog neither floods the queue nor crowds out other stores' catch-up. Batches of
-    WEBHOOKS_SWEEP_BATCH_SIZE destinations, at most WEBHOOKS_SWEEP_MAX_BATCHES per run.
-    """
-    now = now or timezone.now()
-    requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
-    due = WebhookDelivery.objects.due(now).filter(
-        Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before)
-    )
-    queued = 0
-    # A dead worker's delivery whose destination was deleted meanwhile has no drain: its own
-    # send settles it (rare; one message each).
-    orphans = list(
-        due.filter(destination__isnull=True).values_list("id", flat=True)[
-            : settings.WEBHOOKS_SWEEP_BATCH_SIZE
-        ]
-    )
-    if orphans and deliveries_enqueue(orphans):
-        queued += WebhookDelivery.objects.filter(pk__in=orphans).update(enqueued_at=now)
-    for _ in range(settings.WEBHOOKS_SWEEP_MAX_BATCHES):
-        destination_ids = list(
-            due.filter(destination__isnull=False)
-            .order_by("destination_id")
-            .values_list("destination_id", flat=True)
-            .distinct()[: settings.WEBHOOKS_SWEEP_BATCH_SIZE]
-        )
-        if not destination_ids:
-            break
-        if not _tasks_publish(DESTINATION_DRAIN_TASK, [[pk] for pk in destination_ids]):
-            logger.warning("webhook sweep: %d drains not queued", len(destination_ids))
-            break
-        queued += due.filter(destination_id__in=destination_ids).update(enqueued_at=now)
-        if len(destination_ids) < settings.WEBHOOKS_SWEEP_BATCH_SIZE:
-            break
-    return queued

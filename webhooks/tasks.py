@@ -1,4 +1,4 @@
-"""Celery tasks of the webhooks area: thin, they take ids and call attempts.py or services.py."""
+"""Celery tasks of the webhooks area: thin, they take ids and call attempts.py or queueing.py."""
 
 import logging
 
@@ -6,7 +6,7 @@ from celery import shared_task
 from django.conf import settings
 
 from webhooks.attempts import delivery_send, destination_drain
-from webhooks.services import (
+from webhooks.queueing import (
     DELIVERIES_SWEEP_TASK,
     DELIVERY_SEND_TASK,
     DESTINATION_DRAIN_TASK,

@@ -4,10 +4,6 @@ ViewSets registered in webhooks/urls.py; request bodies are validated by webhook
 query parameters by webhooks.filters, and the OpenAPI schema is derived from both.
 """
 
-import functools
-import hashlib
-import hmac
-
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -20,18 +16,18 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from config.api.errors import Conflict
-from config.api.idempotency import HEADER as IDEMPOTENCY_HEADER
-from config.api.idempotency import idempotent
+from config.api.idempotency import Withheld, idempotent
 from config.api.pagination import LaravelPagination
 from config.api.schema import data_envelope, error_responses, response_example
 from stores.access import StorePermission, resolve_store_context
+from webhooks.addresses import url_origin
 from webhooks.filters import WebhookDeliveryFilter
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import (
     delivery_get,
     destination_get,
     destination_secret_get,
+    destination_url_get,
     event_types_list,
 )
 from webhooks.serializers import (
@@ -63,65 +59,28 @@ DELIVERY_PATH_PARAMETER = OpenApiParameter(
     description="Delivery id (UUID); anything else, or another store's delivery, is a 404.",
 )
 
-# Where the stored response of an idempotent destination write keeps the secret's digest.
-SECRET_DIGEST = "secret_sha256"
-
-
-def _secret_digest(secret: str) -> str:
-    # The secret is 32 random bytes: a plain hash of it cannot be reversed by guessing.
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def _response_resource(response) -> dict | None:
-    data = response.data.get("data") if isinstance(response.data, dict) else None
-    return data if isinstance(data, dict) else None
-
-
-def idempotent_secret_shown_once(**idempotent_options):
-    """`idempotent(...)` for an action whose response shows the signing secret.
-
-    The signing secret is shown once and must not be copied into the idempotency table (a
-    second place to leak it from, kept 24 hours, after the secret was rotated or the
-    destination deleted). The stored response holds its SHA-256 instead. A replay shows the
-    destination's secret again only while it is still that secret; once rotated or deleted it
-    cannot be shown again, and the replay is a 409 (docs/decisions/webhooks.md).
-    """
-
-    def decorator(view_action):
-        @functools.wraps(view_action)
-        def secret_withheld(self, request, *args, **kwargs):
-            response = view_action(self, request, *args, **kwargs)
-            resource = _response_resource(response)
-            if resource is not None and "secret" in resource:
-                response.shown_secret = resource.pop("secret")
-                resource[SECRET_DIGEST] = _secret_digest(response.shown_secret)
-            return response
-
-        stored = idempotent(**idempotent_options)(secret_withheld)
-
-        @functools.wraps(stored)
-        def secret_shown(self, request, *args, **kwargs):
-            response = stored(self, request, *args, **kwargs)
-            resource = _response_resource(response)
-            if resource is None or SECRET_DIGEST not in resource:
-                return response
-            digest = resource.pop(SECRET_DIGEST)
-            # The first execution has it in memory; a replay has only the stored digest.
-            secret = getattr(response, "shown_secret", None)
-            if secret is None:
-                secret = destination_secret_get(store=request.store)
-                if secret is None or not hmac.compare_digest(_secret_digest(secret), digest):
-                    raise Conflict(
-                        "The signing secret this request returned has been rotated or deleted "
-                        "since, and is never shown again; use a new Idempotency-Key.",
-                        param=IDEMPOTENCY_HEADER,
-                    )
-            resource["secret"] = secret
-            return response
-
-        return secret_shown
-
-    return decorator
+# What the idempotency record of a destination write holds only as a digest (config/api/
+# idempotency.py Withheld; docs/decisions/hardening.md, Hardening IV 3 and 4).
+SECRET_WITHHELD = Withheld(
+    name="secret",
+    # A replay shows the secret while it is still the destination's; once rotated or deleted
+    # it cannot be shown again.
+    current=lambda request: [destination_secret_get(store=request.store)],
+    own_credential=True,
+    refusal="The signing secret this request returned is shown again only to the credential "
+    "that made the request, and only until it is rotated or deleted; use a new "
+    "Idempotency-Key.",
+)
+URL_WITHHELD = Withheld(
+    name="url",
+    # The replaying request's own body (identical to the first, or the replay is a 409), or
+    # the destination as it is now; otherwise the replay shows the origin, as to a reader.
+    current=lambda request: [
+        request.data.get("url") if isinstance(request.data, dict) else None,
+        destination_url_get(store=request.store),
+    ],
+    kept=url_origin,
+)
 
 
 def _destination_response(serializer_class, destination, request, code=200) -> Response:
@@ -178,8 +137,10 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             ),
         ],
     )
-    @idempotent_secret_shown_once(
-        operation="webhooks.destination_put", replayed_statuses=[200, 201, 422]
+    @idempotent(
+        operation="webhooks.destination_put",
+        replayed_statuses=[200, 201, 422],
+        withheld=[SECRET_WITHHELD, URL_WITHHELD],
     )
     def update(self, request):
         payload = WebhookDestinationPutSerializer(
@@ -224,8 +185,10 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     )
     # Above @action, not under it: @action replaces the function's `kwargs`, where
     # drf-spectacular keeps the Idempotency-Key and Idempotent-Replayed declarations.
-    @idempotent_secret_shown_once(
-        operation="webhooks.destination_rotate_secret", replayed_statuses=[200, 404]
+    @idempotent(
+        operation="webhooks.destination_rotate_secret",
+        replayed_statuses=[200, 404],
+        withheld=[SECRET_WITHHELD, URL_WITHHELD],
     )
     @action(detail=False, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request):

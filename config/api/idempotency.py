@@ -5,13 +5,22 @@ A key is scoped to (user, operation). The first request claims the key with a fi
 method, path, store and body; its outcome is stored unless it is a 5xx or a 429 (nothing was
 executed, so a retry must be able to run). Same key + same request -> the stored response with
 `Idempotent-Replayed: true`; a different request -> 409; still in flight -> 409.
+
+A record keeps the request only as that digest, never its body. The stored response is kept
+to be replayed, except the values an action declares `withheld` (a signing secret, a URL whose
+path or query can be a credential): the record holds their SHA-256 instead, and a replay shows
+them again only while they can be read back from the request or the database, and a secret
+only to the credential that made the first request (docs/decisions/hardening.md, Hardening IV
+3 and 4).
 """
 
 import functools
 import hashlib
+import hmac
 import json
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -45,6 +54,83 @@ def idempotency_key_from(request, *, required: bool, min_length: int) -> str | N
             HEADER, f"must be {min_length} to {KEY_MAX_LENGTH} printable ASCII characters"
         )
     return key
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """A value of the response's `data` object that the stored response holds only as a digest.
+
+    The first response shows it. A replay shows it again when one of `current(request)` (the
+    replaying request's own body, the row as it is now) has the stored digest; otherwise it
+    shows `kept(value)`, a harmless part kept in clear (a URL's origin), or, when there is no
+    such part, the replay is a 409 with `refusal`. With `own_credential`, only the credential
+    that made the first request sees it again; another credential of the same user gets that
+    409: the value was shown once, to one client.
+    """
+
+    name: str
+    current: Callable[[object], Iterable[str | None]]
+    refusal: str = ""
+    kept: Callable[[str], str] | None = None
+    own_credential: bool = False
+
+
+def _digest(value: str) -> str:
+    # Unkeyed: withheld values are a 32-byte random secret or a URL a client chose; the digest
+    # only has to recognise the value again, and must survive a SECRET_KEY rotation.
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _credential_digest(request) -> str:
+    """The credential of the request, stable across an OAuth installation's token refreshes
+    (its rate-limit identity: one API key, one CLI installation)."""
+    return _digest(request.auth.rate_limit_key if request.auth is not None else "")
+
+
+def _withheld_for_storage(data, withheld: tuple[Withheld, ...], request):
+    """The response body as the record stores it: each withheld value replaced by its digest."""
+    resource = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(resource, dict):
+        return data
+    stored = dict(resource)
+    for value in withheld:
+        if isinstance(stored.get(value.name), str):
+            shown = stored[value.name]
+            stored[value.name] = {
+                "sha256": _digest(shown),
+                "kept": value.kept(shown) if value.kept else None,
+                "credential": _credential_digest(request) if value.own_credential else None,
+            }
+    return {**data, "data": stored}
+
+
+def _withheld_restored(body, withheld: tuple[Withheld, ...], request):
+    """The stored body with each withheld value shown again where this request may see it."""
+    resource = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(resource, dict):
+        return body
+    restored = dict(resource)
+    for value in withheld:
+        stored = restored.get(value.name)
+        if not isinstance(stored, dict):
+            continue
+        if stored["credential"] is not None and not hmac.compare_digest(
+            stored["credential"], _credential_digest(request)
+        ):
+            raise Conflict(value.refusal, param=HEADER)
+        shown = next(
+            (
+                candidate
+                for candidate in value.current(request)
+                if isinstance(candidate, str)
+                and hmac.compare_digest(_digest(candidate), stored["sha256"])
+            ),
+            stored["kept"],
+        )
+        if shown is None:
+            raise Conflict(value.refusal, param=HEADER)
+        restored[value.name] = shown
+    return {**body, "data": restored}
 
 
 def _fingerprint(request, store_id) -> str:
@@ -81,7 +167,13 @@ def _claim(user, operation: str, key: str, fingerprint: str) -> IdempotencyKey |
 
 
 def idempotent_response(
-    request, *, operation: str, key: str | None, store_id=None, run: Callable[[], Response]
+    request,
+    *,
+    operation: str,
+    key: str | None,
+    store_id=None,
+    run: Callable[[], Response],
+    withheld: tuple[Withheld, ...] = (),
 ) -> Response:
     """Runs `run()` once per (user, operation, key) and replays its outcome afterwards."""
     if key is None:
@@ -99,6 +191,7 @@ def idempotent_response(
         if isinstance(body, dict) and "request_id" in body:
             # A stored error envelope: it names this request, as X-Request-Id does.
             body = {**body, "request_id": request_id_of(request)}
+        body = _withheld_restored(body, withheld, request)
         return Response(
             body, status=existing.response_status, headers={"Idempotent-Replayed": "true"}
         )
@@ -115,9 +208,8 @@ def idempotent_response(
     if response.status_code >= 500 or response.status_code == 429:
         _settle(claim.delete)
     else:
-        _settle(
-            lambda: claim.update(response_status=response.status_code, response_body=response.data)
-        )
+        stored = _withheld_for_storage(response.data, withheld, request)
+        _settle(lambda: claim.update(response_status=response.status_code, response_body=stored))
     return response
 
 
@@ -141,13 +233,16 @@ def idempotent(
     replayed_statuses: Iterable[int],
     required: bool = False,
     min_length: int = 1,
+    withheld: Iterable[Withheld] = (),
 ):
     """Makes a ViewSet action idempotent under `Idempotency-Key` and declares it in the schema.
 
     `operation` scopes keys (with the user); the fingerprint includes the resolved store, so a
     key reused against another store is a 409. `replayed_statuses` are the outcomes a replay
     can return (those of the action itself; errors raised before it are never stored).
+    `withheld`: the response values the record must not hold (Withheld).
     """
+    withheld = tuple(withheld)
 
     def decorator(action):
         @functools.wraps(action)
@@ -160,6 +255,7 @@ def idempotent(
                 key=key,
                 store_id=store.pk if store is not None else None,
                 run=lambda: action(self, request, *args, **kwargs),
+                withheld=withheld,
             )
 
         return extend_schema(

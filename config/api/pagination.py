@@ -101,6 +101,13 @@ def object_schema(**properties) -> dict:
     return {"type": "object", "required": list(properties), "properties": properties}
 
 
+# From this offset on, a page is read by a deferred join: the page's ids first (an index-only
+# scan where an index fits), then only those rows, so the rows OFFSET skips are not read whole
+# (the last page at 1M deliveries: 158 -> 56 ms, docs/benchmarks/coupons-growth.md). Above it
+# OFFSET skips so few rows that the join's second query costs more than it saves (its building
+# and compiling were 0.35 ms of every list request, docs/benchmarks/coupons.md, issue 30).
+DEFERRED_JOIN_FROM = 1_000
+
 # The deepest offset a page is fetched from (the schema allows any page number): past the end
 # of every list.
 MAX_OFFSET = 2**62
@@ -124,14 +131,12 @@ class LaravelPagination(BasePagination):
     def paginate_queryset(self, queryset, request, view=None):
         """The page the request asks for, and the list's total.
 
-        The total comes with the page's rows in one statement: a `counted_by` annotation where
-        the queryset has one (a maintained counter, O(1)), otherwise a count of the list (one
-        ORM compilation and one round trip fewer than COUNT then SELECT, issue 14); only a page
-        past the end reads it on its own. The rows are fetched by a deferred join: the page's
-        ids first, then only those rows; the rows OFFSET skips are not read whole (the last
-        page at 1M deliveries: 158 -> 56 ms, docs/benchmarks/coupons-growth.md). A queryset
-        may read its own pages and total instead (`read_page`: coupons/selectors.py
-        `coupon_listing`)."""
+        The total comes with the page's rows in one statement, as their `counted_by`
+        annotation: a maintained counter where the list has one (O(1)), otherwise a count of
+        the list (one ORM compilation and one round trip fewer than COUNT then SELECT, issue
+        14); only a page past the end reads it on its own. A deep page is read by a deferred
+        join (`DEFERRED_JOIN_FROM`). The rows are what the queryset yields: model instances,
+        or dicts of a `values()` list."""
         self.request = request
         self.per_page = parse_int_param(
             request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
@@ -139,25 +144,29 @@ class LaravelPagination(BasePagination):
         self.page = parse_int_param(request, "page", default=1, minimum=1)
         # Deeper than any list, and than PostgreSQL's OFFSET (a bigint) could even say.
         offset = min((self.page - 1) * self.per_page, MAX_OFFSET)
-        if read_page := getattr(queryset, "read_page", None):
-            page, self.total = read_page(offset=offset, limit=self.per_page)
+        if TOTAL_ANNOTATION not in queryset.query.annotations:
+            queryset = counted_by(queryset, CountOf(queryset.order_by().values("pk")))
+        if offset < DEFERRED_JOIN_FROM:
+            page = list(queryset[offset : offset + self.per_page])
         else:
-            page, self.total = self._read_page(queryset, offset)
+            page_ids = queryset.values("pk")[offset : offset + self.per_page]
+            page = list(queryset.filter(pk__in=page_ids))
+        if page:
+            first = page[0]
+            self.total = (
+                first[TOTAL_ANNOTATION]
+                if isinstance(first, dict)
+                else getattr(first, TOTAL_ANNOTATION)
+            )
+        elif not offset:
+            self.total = 0  # an empty first page: an empty list
+        else:
+            # Past the end: the list's first row carries the total, if the list has a row.
+            totals = queryset.values_list(TOTAL_ANNOTATION, flat=True)[:1]
+            self.total = next(iter(totals), 0)
         self.last_page = max(1, math.ceil(self.total / self.per_page))
         self._link_parts = self._link_around_page()
         return page
-
-    def _read_page(self, queryset: QuerySet, offset: int) -> tuple[list, int]:
-        if TOTAL_ANNOTATION not in queryset.query.annotations:
-            queryset = counted_by(queryset, CountOf(queryset.order_by().values("pk")))
-        page_ids = queryset.values("pk")[offset : offset + self.per_page]
-        page = list(queryset.filter(pk__in=page_ids))
-        if page:
-            return page, getattr(page[0], TOTAL_ANNOTATION)
-        if not offset:
-            return [], 0  # an empty first page: an empty list
-        # Past the end: the list's first row carries the total, if the list has a row.
-        return [], next(iter(queryset.values_list(TOTAL_ANNOTATION, flat=True)[:1]), 0)
 
     def _link_around_page(self) -> tuple[str, str]:
         """A link's text before and after its page number. The request's other query

@@ -26,10 +26,13 @@ WEBHOOKS_TIME_LIMIT_SECONDS = env.seconds("WEBHOOKS_TIME_LIMIT_SECONDS", 45)
 # task started and looks once a second before killing, and deliveries' leases are in the
 # workers' clocks (webhooks.E001 wants at least 2 s).
 WEBHOOKS_LEASE_MARGIN_SECONDS = env.seconds("WEBHOOKS_LEASE_MARGIN_SECONDS", 10)
-# A claimed delivery and a send slot (webhooks/attempts.py) belong to their worker this long:
-# more than the time limit plus the margin (webhooks.E001), so no live worker still sends when
-# another takes them over, and those of a worker that died come back then.
+# A claimed delivery and a send slot (webhooks/attempts.py) belong to their worker at most this
+# long: more than the time limit plus the margin (webhooks.E001), so no live worker still sends
+# when another takes them over. Within it, a lease lasts three heartbeats and the worker renews
+# it every WEBHOOKS_HEARTBEAT_SECONDS while it lives (webhooks/leases.py): those of a worker
+# that died come back within seconds.
 WEBHOOKS_LEASE_SECONDS = env.seconds("WEBHOOKS_LEASE_SECONDS", 60)
+WEBHOOKS_HEARTBEAT_SECONDS = env.seconds("WEBHOOKS_HEARTBEAT_SECONDS", 1)
 # A destination's drain (one task sending its due deliveries in turn) claims no more after
 # this long and queues its successor, so one backlog does not hold a worker process for long.
 WEBHOOKS_DRAIN_SECONDS = env.seconds("WEBHOOKS_DRAIN_SECONDS", 10)
@@ -52,7 +55,7 @@ WEBHOOKS_REPLAY_LIMIT = env.count("WEBHOOKS_REPLAY_LIMIT", default=100, minimum=
 WEBHOOKS_REPLAY_WINDOW_SECONDS = env.seconds("WEBHOOKS_REPLAY_WINDOW_SECONDS", 3600)
 # How often beat runs the sweeper, and how long a due delivery's queued message is trusted
 # before the sweeper enqueues another one (a lost message, a Redis outage, a killed worker).
-WEBHOOKS_SWEEP_INTERVAL_SECONDS = env.seconds("WEBHOOKS_SWEEP_INTERVAL_SECONDS", 10)
+WEBHOOKS_SWEEP_INTERVAL_SECONDS = env.seconds("WEBHOOKS_SWEEP_INTERVAL_SECONDS", 5)
 WEBHOOKS_REQUEUE_AFTER_SECONDS = env.seconds("WEBHOOKS_REQUEUE_AFTER_SECONDS", 60)
 WEBHOOKS_SWEEP_BATCH_SIZE = env.count("WEBHOOKS_SWEEP_BATCH_SIZE", default=500, minimum=1)
 WEBHOOKS_SWEEP_MAX_BATCHES = env.count("WEBHOOKS_SWEEP_MAX_BATCHES", default=20, minimum=1)

@@ -15,7 +15,6 @@ from tests.factories import MembershipFactory, make_api_key
 STATEMENTS = {
     "storefront_live_api_key",
     "storefront_membership_for_slug",
-    "storefront_coupon_page_without",
 }
 
 

@@ -1,7 +1,7 @@
 """GET /api/v1/coupons: trashed filters, the shared Laravel pagination, id order, and a
 query count that does not grow with the page size."""
 
-from datetime import timedelta
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import pytest
@@ -9,14 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from config.api.pagination import DEFERRED_JOIN_FROM
 from coupons.models import Coupon
-from coupons.selectors import (
-    TRASHED_ONLY,
-    TRASHED_WITH,
-    TRASHED_WITHOUT,
-    coupon_listing,
-    coupon_page,
-)
 from coupons.serializers import CouponSerializer
 from tests.factories import CouponFactory
 
@@ -220,32 +214,98 @@ def test_each_listing_pages_its_coupons_with_its_counted_total(
         assert body["meta"]["total"] == len(expected)
 
 
-@pytest.mark.parametrize("trashed", [TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY])
-def test_plain_sql_page_matches_the_queryset(trashed, store, other_store):
-    # coupon_page is the list's plain-SQL fast path; the listing's queryset states the same,
-    # and its total is the store's counter.
-    CouponFactory.create_batch(7, store=store)
-    CouponFactory.create_batch(4, store=store, deleted_at=timezone.now(), expires_at=None)
-    CouponFactory.create_batch(3, store=other_store)
-    coupons = Coupon.objects.filter(store=store).order_by("id")
-    listing = coupon_listing(coupons, store=store, trashed=trashed).all()  # the ORM's reading
-    total = listing.count()
-    for offset, limit in [(0, 3), (3, 3), (0, 100), (total - 1, 5), (total, 5)]:
-        page, page_total = coupon_page(store=store, trashed=trashed, offset=offset, limit=limit)
-        expected = list(listing[offset : offset + limit])
-        assert [CouponSerializer(c).data for c in page] == [
-            CouponSerializer(c).data for c in expected
-        ]
-        assert page_total == total
+def test_listed_timestamps_render_as_a_single_coupon_s(store, auth_client):
+    # The list's timestamps are rendered by PostgreSQL, a single coupon's by Python: the same
+    # text for whole seconds, microseconds, the ends of the range and unset ones.
+    moments = [
+        datetime(2030, 1, 31, 23, 59, 59, tzinfo=UTC),
+        datetime(2030, 1, 31, 23, 59, 59, 500, tzinfo=UTC),
+        datetime(2030, 1, 31, 23, 59, 59, 120000, tzinfo=timezone.get_fixed_timezone(-90)),
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ]
+    coupons = [
+        CouponFactory(
+            store=store,
+            created_at=moment,
+            updated_at=moments[0],
+            expires_at=moment,
+            deleted_at=gone,
+        )
+        for moment in moments
+        for gone in (None, moment)
+    ]
+    coupons.append(CouponFactory(store=store, expires_at=None))
+    body = auth_client.get("/api/v1/coupons?with_trashed=true&limit=100").json()
+    expected = [CouponSerializer(Coupon.objects.get(pk=c.pk)).data for c in coupons]
+    assert body["data"] == expected
+    assert body["data"][0]["created_at"] == "2030-01-31T23:59:59Z"
+    assert body["data"][2]["created_at"] == "2030-01-31T23:59:59.000500Z"
+    assert body["data"][4]["created_at"] == "2030-02-01T01:29:59.120000Z"
 
 
-def test_plain_sql_rows_carry_the_models_values(store):
-    # The page's statement loads timestamps with psycopg's own loader, not Django's: the same
-    # aware datetimes as the model's, to the microsecond, for set and unset ones alike.
-    CouponFactory(store=store, expires_at=timezone.now() + timedelta(days=3))
-    CouponFactory(store=store, deleted_at=timezone.now(), expires_at=None)
-    for trashed in (TRASHED_WITHOUT, TRASHED_ONLY):
-        (row,), _ = coupon_page(store=store, trashed=trashed, offset=0, limit=5)
-        model = Coupon.objects.get(pk=row.id)
-        assert row == tuple(getattr(model, name) for name in row._fields)
-        assert row.created_at.utcoffset() == timedelta(0)
+def test_listed_amounts_and_ids_render_as_a_single_coupon_s(store, auth_client):
+    # The list's amounts are numeric(12,2) cast to text by PostgreSQL, a single coupon's are
+    # Decimals formatted by Python (issue 32): the same quoted strings, arrays and nulls.
+    coupons = [
+        CouponFactory(store=store, discount=5, minimum_amount=0),
+        CouponFactory(store=store, discount="9999999999.99", minimum_amount="19.9"),
+        CouponFactory(
+            store=store,
+            type="PERCENTAGE",
+            discount="12.5",
+            maximum_discount_amount="0.01",
+            applies_to="subscriptions",
+            subscription_payments=36,
+            store_wide=False,
+            products=[9_223_372_036_854_775_807, 1],
+            product_variants=[3],
+        ),
+    ]
+    body = auth_client.get("/api/v1/coupons").json()
+    single = [auth_client.get(f"/api/v1/coupons/{c.pk}").json() for c in coupons]
+    assert body["data"] == single
+    assert [c["discount"] for c in body["data"]] == ["5.00", "9999999999.99", "12.50"]
+    assert [c["minimum_amount"] for c in body["data"]] == ["0.00", "19.90", None]
+    assert body["data"][2]["maximum_discount_amount"] == "0.01"
+    assert body["data"][2]["products"] == [9_223_372_036_854_775_807, 1]
+
+
+@pytest.fixture
+def many_coupons(store):
+    """More coupons than the paginator reads by OFFSET alone (DEFERRED_JOIN_FROM), some deleted."""
+    now = timezone.now()
+    Coupon.objects.bulk_create(
+        Coupon(
+            store=store,
+            code=f"MANY{n:05d}",
+            type="AMOUNT",
+            discount=1 + n % 50,
+            store_wide=True,
+            created_at=now,
+            updated_at=now,
+            deleted_at=now if n % 10 == 0 else None,
+        )
+        for n in range(DEFERRED_JOIN_FROM + 150)
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "listing"),
+    [
+        ("", lambda coupons: coupons.live()),
+        ("with_trashed=true", lambda coupons: coupons),
+    ],
+)
+def test_deep_pages_list_the_same_coupons_by_a_deferred_join(
+    query, listing, many_coupons, store, auth_client, statements_as_sent
+):
+    expected = list(listing(Coupon.objects.filter(store=store)).order_by("id"))
+    for page in (DEFERRED_JOIN_FROM // 100, DEFERRED_JOIN_FROM // 100 + 1):
+        body, queries = list_queries(auth_client, f"?{query}&limit=100&page={page}")
+        offset = (page - 1) * 100
+        assert body["data"] == [CouponSerializer(c).data for c in expected[offset : offset + 100]]
+        assert body["meta"]["total"] == len(expected)
+        (page_query,) = [q for q in queries if "coupons_coupon" in q]
+        # From DEFERRED_JOIN_FROM on, the page's ids first, then only those rows.
+        assert ("IN (SELECT" in page_query) == (offset >= DEFERRED_JOIN_FROM)

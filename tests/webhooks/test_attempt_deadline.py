@@ -165,6 +165,9 @@ def test_timings_that_let_a_send_outlive_its_leases_are_configuration_errors(
 @pytest.mark.parametrize(
     ("name", "value", "check_id", "refused"),
     [
+        ("WEBHOOKS_HEARTBEAT_SECONDS", 1, "webhooks.E005", False),
+        ("WEBHOOKS_HEARTBEAT_SECONDS", 0, "webhooks.E005", True),  # a renewing thread spinning
+        ("WEBHOOKS_HEARTBEAT_SECONDS", 21, "webhooks.E005", True),  # past a third of 60 s
         ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2, "webhooks.E003", False),
         ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2.5, "webhooks.E003", True),  # holds a web worker
         ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 0, "webhooks.E003", True),

@@ -9,13 +9,15 @@ import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook
 
+from config.celery import app
 from events.serializers import event_resource
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, destination_for, queued, record_order_completed
 from webhooks.attempts import delivery_claim, delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
-from webhooks.services import deliveries_sweep, destination_secret_rotate
+from webhooks.queueing import deliveries_sweep, destination_drain_marker_clear
+from webhooks.services import destination_secret_rotate
 
 
 @pytest.fixture(autouse=True)
@@ -187,6 +189,27 @@ def test_retry_after_is_honoured_only_when_longer_on_429_and_503(
 
     wait = (delivery.next_attempt_at - before).total_seconds()
     assert expected_wait - 2 <= wait <= expected_wait + 2, wait
+
+
+@pytest.mark.parametrize("retry_after", ["999999", "330"])
+def test_a_retry_after_past_the_schedules_longest_wait_is_capped_at_it(
+    store, receiver, settings, retry_after
+):
+    # given a schedule whose longest wait is 300 s, and a receiver asking for far longer
+    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300)
+    destination_for(store, receiver.url)
+    receiver.respond = lambda request: Reply(503, headers={"Retry-After": retry_after})
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    # when the first attempt fails
+    before = timezone.now()
+    send_now(delivery)
+    delivery.refresh_from_db()
+
+    # then the next attempt is the schedule's longest wait away, not the receiver's
+    assert delivery.status == WebhookDelivery.STATUS_PENDING
+    wait = (delivery.next_attempt_at - before).total_seconds()
+    assert 298 <= wait <= 302, wait
 
 
 def test_network_error_is_retried(store, settings):
@@ -400,24 +423,51 @@ def test_an_expired_lease_can_be_taken_over_and_the_lost_attempt_is_recorded(sto
     assert second.response_status == 200
 
 
-def test_sweeper_queues_due_deliveries_whose_message_may_be_lost(store, receiver, settings):
+def test_sweeper_queues_due_deliveries_whose_message_may_be_lost(
+    store, other_store, receiver, settings, django_capture_on_commit_callbacks
+):
     settings.WEBHOOKS_REQUEUE_AFTER_SECONDS = 60
+    # given deliveries whose drains were queued on commit (their markers stand)
     destination_for(store, receiver.url)
-    fresh = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
-    lost = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
-    later = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=3))
+    other = destination_for(other_store, receiver.url)
+    with django_capture_on_commit_callbacks(execute=True):
+        record_order_completed(store, order_id=1)
+        lost = WebhookDelivery.objects.get(event=record_order_completed(other_store, order_id=2))
+        later = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=3))
+    app.control.purge()
+    # one whose message was lost long ago, one not due yet
     long_ago = timezone.now() - timedelta(minutes=5)
     WebhookDelivery.objects.filter(pk=lost.pk).update(enqueued_at=long_ago)
     WebhookDelivery.objects.filter(pk=later.pk).update(
         enqueued_at=None, next_attempt_at=timezone.now() + timedelta(minutes=5)
     )
 
-    assert deliveries_sweep() == 1  # only `lost`: `fresh` was just queued, `later` is not due
-
+    # only `lost`'s destination is drained: the other's drain was just queued
+    assert deliveries_sweep() == 1
+    assert queued() == [("webhooks.destination_drain", [other.pk])]
     lost.refresh_from_db()
-    fresh.refresh_from_db()
     assert lost.enqueued_at > long_ago
     assert deliveries_sweep() == 0
+
+
+def test_sweeper_queues_at_once_what_a_drain_that_died_left(
+    store, receiver, django_capture_on_commit_callbacks
+):
+    # given deliveries just queued, whose drain's marker then ran out (its worker died)
+    destination = destination_for(store, receiver.url)
+    with django_capture_on_commit_callbacks(execute=True):
+        record_order_completed(store, order_id=1)
+        record_order_completed(store, order_id=2)
+    app.control.purge()
+    assert deliveries_sweep() == 0  # a drain is queued: nothing to do
+    destination_drain_marker_clear(destination.pk)
+
+    # when the sweeper runs, long before WEBHOOKS_REQUEUE_AFTER_SECONDS
+    swept = deliveries_sweep()
+
+    # then it queues a drain of the destination
+    assert swept == 2
+    assert queued() == [("webhooks.destination_drain", [destination.pk])]
 
 
 def test_an_outcome_is_not_recorded_by_a_worker_that_lost_its_lease(store, receiver):

@@ -14,7 +14,7 @@ from config.celery import app
 from tests.concurrency import run_at_once
 from tests.outages import dead_redis_caches
 from tests.webhooks.helpers import destination_for, queued, record_order_completed
-from webhooks import attempts, services
+from webhooks import attempts, queueing
 from webhooks.attempts import destination_drain
 from webhooks.models import WebhookDelivery, WebhookDestination
 
@@ -161,8 +161,8 @@ def test_a_drain_that_could_not_be_queued_does_not_hold_back_the_next_one(
         patch.setattr(app, "send_task", broker_refuses)
         record_order_completed(store, order_id=1)  # left to the sweeper
     assert queued() == []
-    # the publisher's pause after a failure (services.BROKER_OUTAGE_PAUSE_SECONDS) is over
-    monkeypatch.setattr(services, "_broker_unavailable_until", 0.0)
+    # the publisher's pause after a failure (queueing.BROKER_OUTAGE_PAUSE_SECONDS) is over
+    monkeypatch.setattr(queueing, "_broker_unavailable_until", 0.0)
 
     record_order_completed(store, order_id=2)
 

@@ -1,16 +1,25 @@
 """Idempotency-Key on the destination writes (PUT, DELETE, rotate-secret), and the signing
 secret, which a stored response never holds."""
 
+from importlib import import_module
+
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from config.api.models import IdempotencyKey
 from tests.concurrency import run_at_once
+from tests.factories import make_api_key
+from tests.oauth_cli.flow import refresh
 from webhooks.models import WebhookDestination
 
 URL = "/api/v2/webhook-destination"
 ROTATE_URL = f"{URL}/rotate-secret"
 BODY = {"url": "http://127.0.0.1:9000/in", "event_types": ["order.completed"]}
+# A receiver whose path and query are its credential (hooks.slack.com/services/... style).
+SECRET_PATH = "/services/T0001/B0002/hook-credential-123"
+SECRET_QUERY = "token=query-credential-456"
+CREDENTIAL_URL = f"http://127.0.0.1:9000{SECRET_PATH}?{SECRET_QUERY}"
 REPLAYED = "Idempotent-Replayed"
 
 
@@ -82,6 +91,82 @@ def test_stored_responses_never_hold_the_signing_secret(auth_client, store):
     assert IdempotencyKey.objects.count() == 2
     assert created not in stored_bodies()
     assert rotated not in stored_bodies()
+
+
+def test_stored_responses_keep_neither_the_urls_path_nor_its_query(auth_client, store):
+    # when a creation, a replacement and a rotation run under keys with a credential URL
+    body = {**BODY, "url": CREDENTIAL_URL}
+    created = auth_client.put(URL, body, **key("url-1"))
+    replaced = auth_client.put(URL, {**body, "enabled": False}, **key("url-2"))
+    rotated = auth_client.post(ROTATE_URL, **key("url-3"))
+
+    # then the responses showed the URL in full, and the idempotency table holds neither part
+    assert [r.json()["data"]["url"] for r in (created, replaced, rotated)] == [CREDENTIAL_URL] * 3
+    assert IdempotencyKey.objects.count() == 3
+    records = str(list(IdempotencyKey.objects.values()))
+    assert "hook-credential-123" not in records
+    assert "query-credential-456" not in records
+
+
+def test_replays_show_the_full_url_again(auth_client, store):
+    body = {**BODY, "url": CREDENTIAL_URL}
+    # a creation, then the URL changes: its replay reads the URL from its own (identical) body
+    created = auth_client.put(URL, body, **key("url-4"))
+    auth_client.put(URL, BODY)
+    created_again = auth_client.put(URL, body, **key("url-4"))
+    # a rotation, replayed while the URL is the same, then after it changed
+    auth_client.put(URL, body)
+    rotated = auth_client.post(ROTATE_URL, **key("url-5"))
+    rotated_again = auth_client.post(ROTATE_URL, **key("url-5"))
+    auth_client.put(URL, BODY)
+    rotated_later = auth_client.post(ROTATE_URL, **key("url-5"))
+
+    assert created_again.status_code == 201
+    assert created_again.json() == created.json()
+    assert rotated_again.json() == rotated.json()
+    # the rotation's URL is gone from the destination: its replay shows the origin, as to a reader
+    assert rotated_later.status_code == 200
+    assert rotated_later.json()["data"]["url"] == "http://127.0.0.1:9000"
+    assert rotated_later.json()["data"]["secret"] == rotated.json()["data"]["secret"]
+
+
+@pytest.mark.parametrize("method", ["put", "post"])
+def test_another_credentials_replay_never_shows_the_secret(
+    auth_client, user, store, client_for, method
+):
+    # given a creation (or a rotation) under a key by one API key
+    path = URL if method == "put" else ROTATE_URL
+    if method == "post":
+        auth_client.put(URL, BODY)
+    first = getattr(auth_client, method)(path, BODY if method == "put" else None, **key("mine"))
+    secret = first.json()["data"]["secret"]
+
+    # when another API key of the same user replays it with the same key and body
+    other_key = client_for(make_api_key(user))
+    again = getattr(other_key, method)(path, BODY if method == "put" else None, **key("mine"))
+
+    # then it is a 409 without the secret; the first key's own replay still shows it
+    assert again.status_code == 409
+    assert again.json()["param"] == "Idempotency-Key"
+    assert secret not in again.content.decode()
+    own = getattr(auth_client, method)(path, BODY if method == "put" else None, **key("mine"))
+    assert own.status_code == first.status_code
+    assert own.json()["data"]["secret"] == secret
+    assert WebhookDestination.objects.get(store=store).secret == secret
+
+
+def test_another_credentials_replay_without_a_secret_is_served(
+    auth_client, user, store, client_for
+):
+    # a replacement shows no secret: any credential of the user that made it may replay it
+    auth_client.put(URL, BODY)
+    first = auth_client.put(URL, {**BODY, "enabled": False}, **key("replace"))
+
+    again = client_for(make_api_key(user)).put(URL, {**BODY, "enabled": False}, **key("replace"))
+
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert again[REPLAYED] == "true"
+    assert again.json() == first.json()
 
 
 @pytest.mark.parametrize("change", ["rotated", "deleted", "recreated"])
@@ -202,3 +287,46 @@ def test_concurrent_rotations_under_one_key_rotate_once(store, api_key):
     assert answered
     assert {response.json()["data"]["secret"] for response in answered} == {destination.secret}
     assert all(response.status_code in (200, 409) for response in outcomes)
+
+
+def test_records_stored_before_are_rewritten_by_their_migration(auth_client, user, store):
+    # given a creation and a replacement stored in the former shape (URL in clear, the secret's
+    # digest bound to no credential)
+    from django.apps import apps
+
+    migration = import_module("webhooks.migrations.0010_destination_write_records_withhold")
+    body = {**BODY, "url": CREDENTIAL_URL}
+    created = auth_client.put(URL, body, **key("old-1")).json()["data"]
+    replaced = auth_client.put(URL, {**body, "enabled": False}, **key("old-2")).json()["data"]
+    former = {**created, "secret_sha256": "0" * 64}
+    del former["secret"]
+    IdempotencyKey.objects.filter(key="old-1").update(response_body={"data": former})
+    IdempotencyKey.objects.filter(key="old-2").update(response_body={"data": replaced})
+
+    # when the migration runs
+    migration.rewrite(apps, None)
+
+    # then neither holds the URL's path or query; the replacement replays in full, and the
+    # creation, whose secret's credential is unknown, is a 409 rather than the secret
+    assert "hook-credential-123" not in str(list(IdempotencyKey.objects.values()))
+    again = auth_client.put(URL, {**body, "enabled": False}, **key("old-2"))
+    assert (again.status_code, again.json()["data"]) == (200, replaced)
+    assert auth_client.put(URL, body, **key("old-1")).status_code == 409
+
+
+def test_a_cli_that_refreshed_its_token_replays_its_own_creation_with_the_secret(
+    tokens, client_for, store
+):
+    # an OAuth installation is one credential across its token refreshes
+    first = client_for(tokens["access_token"], HTTP_X_STORE=store.slug).put(
+        URL, BODY, **key("cli-put")
+    )
+    refreshed = refresh(Client(), tokens["refresh_token"]).json()
+
+    again = client_for(refreshed["access_token"], HTTP_X_STORE=store.slug).put(
+        URL, BODY, **key("cli-put")
+    )
+
+    assert first.status_code == again.status_code == 201
+    assert again[REPLAYED] == "true"
+    assert again.json()["data"]["secret"] == first.json()["data"]["secret"]

@@ -23,7 +23,7 @@ from tests.webhooks.helpers import (
 )
 from webhooks.attempts import delivery_claim, delivery_send, destination_drain
 from webhooks.models import WebhookDelivery
-from webhooks.services import deliveries_sweep
+from webhooks.queueing import deliveries_sweep
 
 LIST_URL = "/api/v2/webhook-deliveries"
 
@@ -267,7 +267,7 @@ def test_a_capped_replay_keeps_its_idempotency_key_usable(auth_client, store, re
 
 @pytest.mark.django_db(transaction=True)
 def test_a_dead_workers_slots_come_back_when_their_lease_runs_out(store, receiver, settings):
-    from webhooks.attempts import slots_take
+    from webhooks.slots import slots_take
 
     settings.WEBHOOKS_LEASE_SECONDS = 1.5
     destination = destination_for(store, receiver.url)

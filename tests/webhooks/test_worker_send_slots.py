@@ -33,7 +33,7 @@ from tests.webhooks.helpers import (
 )
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookDelivery
-from webhooks.services import deliveries_enqueue
+from webhooks.queueing import deliveries_enqueue
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

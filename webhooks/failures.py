@@ -1,0 +1,75 @@
+"""What a failed attempt leads to: the wait before its retry (the schedule, and a receiver's
+Retry-After within it), and the destination's health: failing since when, disabled after 410
+Gone or after failing for WEBHOOKS_DISABLE_AFTER_FAILING (docs/design.md "Webhooks")."""
+
+import logging
+
+from django.conf import settings
+from django.db.models import Q
+
+from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.sender import SendResult
+from webhooks.services import destination_enabled_set
+
+logger = logging.getLogger(__name__)
+
+
+def retry_delay(*, attempts: int, result: SendResult) -> float | None:
+    """Seconds until the next attempt, or None when the schedule is exhausted."""
+    schedule = settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS
+    if attempts > len(schedule):
+        return None
+    delay = schedule[attempts - 1]
+    if result.retry_after_seconds is not None:
+        # Honoured when it asks for longer, within the schedule's longest wait.
+        delay = max(delay, min(result.retry_after_seconds, max(schedule)))
+    return delay
+
+
+def retry_cancel_if_destination_off(*, delivery_id, now) -> bool:
+    """A retry is not scheduled for a destination disabled or deleted during the attempt (its
+    pending deliveries were settled then, except this leased one): the delivery is `failed`."""
+    return bool(
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, lease_until__isnull=True
+        )
+        .filter(Q(destination__isnull=True) | Q(destination__enabled=False))
+        .update(
+            status=WebhookDelivery.STATUS_FAILED,
+            next_attempt_at=None,
+            enqueued_at=None,
+            updated_at=now,
+        )
+    )
+
+
+def destination_health_update(*, destination, result: SendResult, now) -> bool:
+    """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it;
+    returns whether it did (its pending deliveries, this one included, are then settled).
+
+    `destination` is as read at claim time; the conditional UPDATEs keep it right when other
+    workers change it meanwhile, and are skipped when there is nothing to change.
+    """
+    if result.succeeded:
+        if destination.failing_since is not None:
+            WebhookDestination.objects.filter(pk=destination.pk).update(failing_since=None)
+        return False
+    if destination.failing_since is None:
+        WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
+            failing_since=now
+        )
+    reason = ""
+    if result.response_status == 410:
+        reason = WebhookDestination.DISABLED_GONE
+    elif destination.failing_since is not None:
+        failing_since = (
+            WebhookDestination.objects.filter(pk=destination.pk)
+            .values_list("failing_since", flat=True)
+            .first()
+        )
+        if failing_since and failing_since <= now - settings.WEBHOOKS_DISABLE_AFTER_FAILING:
+            reason = WebhookDestination.DISABLED_FAILING
+    if reason:
+        logger.warning("webhook destination %s disabled: %s", destination.pk, reason)
+        destination_enabled_set(destination=destination, enabled=False, reason=reason)
+    return bool(reason)

@@ -1,0 +1,152 @@
+"""The hand-written SQL of a delivery's way (webhooks/attempts.py): the claim and the outcome,
+one round trip each where the ORM took four or more, measured against their ORM versions
+(docs/decisions/webhooks.md "A delivery's way through the code"). Prepared once per database
+session (config/db.py): planning them was a large part of their time.
+"""
+
+from datetime import timedelta
+
+from django.db import connection
+
+from config.db import PreparedStatement
+from events.models import Event
+from webhooks.leases import live_seconds
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination, due_sql
+
+# --- the claim -------------------------------------------------------------------------------
+
+# Claims the oldest due, unleased delivery matching {match}, counts its attempt, and reads what
+# the attempt needs, in one round trip. SKIP LOCKED: concurrent claimers take different rows (or
+# none) instead of queueing behind the row another one is claiming; PostgreSQL re-checks the
+# subquery's conditions (models.DUE_SQL) on the row it locks, so exactly one
+# claimer wins an attempt.
+CLAIM_SQL = """
+WITH claimed AS (
+    UPDATE webhooks_webhookdelivery AS delivery
+    SET lease_until = %(lease_until)s, lease_token = %(token)s,
+        attempts = delivery.attempts + 1, updated_at = %(now)s
+    WHERE delivery.id = (
+        SELECT due.id FROM webhooks_webhookdelivery AS due
+        WHERE {match} AND {due}
+        ORDER BY due.next_attempt_at
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING delivery.*
+)
+SELECT {columns}
+FROM claimed
+JOIN events_event AS event ON event.id = claimed.event_id
+LEFT JOIN webhooks_webhookdestination AS destination ON destination.id = claimed.destination_id
+"""
+# The row of CLAIM_SQL, model by model (fixed identifiers from the models, no input).
+CLAIM_ROW_MODELS = (
+    ("claimed", WebhookDelivery),
+    ("event", Event),
+    ("destination", WebhookDestination),
+)
+CLAIM_STATEMENT_BY = {
+    match_name: PreparedStatement(
+        f"storefront_delivery_claim_by_{match_name}",
+        CLAIM_SQL.format(
+            match=match,
+            due=due_sql(delivery="due", now="%(now)s"),
+            columns=", ".join(
+                f'{alias}."{field.column}"'
+                for alias, model in CLAIM_ROW_MODELS
+                for field in model._meta.concrete_fields
+            ),
+        ),
+    )
+    for match_name, match in (
+        ("delivery_id", "due.id = %(delivery_id)s"),
+        ("destination_id", "due.destination_id = %(destination_id)s"),
+    )
+}
+
+
+def _claimed_from_row(row) -> WebhookDelivery:
+    """The delivery of a CLAIM_SQL row, with its event and destination (None if deleted)."""
+    instances, offset = [], 0
+    for _alias, model in CLAIM_ROW_MODELS:
+        fields = model._meta.concrete_fields
+        values = []
+        for field, value in zip(fields, row[offset : offset + len(fields)], strict=True):
+            for converter in field.get_db_converters(connection):
+                value = converter(value, None, connection)
+            values.append(value)
+        offset += len(fields)
+        names = [field.attname for field in fields]
+        present = values[names.index(model._meta.pk.attname)] is not None  # the LEFT JOIN's
+        instances.append(model.from_db(connection.alias, names, values) if present else None)
+    delivery, event, destination = instances
+    delivery.event = event
+    delivery.destination = destination
+    return delivery
+
+
+def delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
+    """Leases the oldest due delivery matching `match` (delivery_id= or destination_id=) to
+    this worker and counts its attempt; None when there is none (or another worker has it)."""
+    ((match_name, match_value),) = match.items()
+    params = {
+        # Kept alive while this worker lives (leases.py), as its send slots are.
+        "lease_until": now + timedelta(seconds=live_seconds()),
+        "token": token,
+        "now": now,
+        match_name: match_value,
+    }
+    with connection.cursor() as cursor:
+        CLAIM_STATEMENT_BY[match_name].execute(cursor, params)
+        row = cursor.fetchone()
+    return _claimed_from_row(row) if row else None
+
+
+# --- the outcome -----------------------------------------------------------------------------
+
+# The columns _outcome_record writes, and its statement (fixed text, parameters only).
+DELIVERY_OUTCOME_COLUMNS = (
+    "status",
+    "response_status",
+    "response_body",
+    "next_attempt_at",
+    "enqueued_at",
+    "lease_until",
+    "lease_token",
+    "updated_at",
+)
+ATTEMPT_OUTCOME_COLUMNS = (
+    "number",
+    "origin",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "response_status",
+    "response_body",
+    "error",
+)
+OUTCOME_RECORD_SQL = f"""
+WITH moved AS (
+    UPDATE webhooks_webhookdelivery SET {", ".join(f"{c} = %s" for c in DELIVERY_OUTCOME_COLUMNS)}
+    WHERE id = %s AND lease_token = %s
+    RETURNING id
+)
+INSERT INTO webhooks_webhookdeliveryattempt (delivery_id, {", ".join(ATTEMPT_OUTCOME_COLUMNS)})
+SELECT moved.id, {", ".join(["%s"] * len(ATTEMPT_OUTCOME_COLUMNS))} FROM moved
+"""  # noqa: S608 (fixed column names; values are parameters)
+OUTCOME_RECORD_STATEMENT = PreparedStatement("storefront_delivery_outcome", OUTCOME_RECORD_SQL)
+
+
+def outcome_record(*, delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt, outcome) -> bool:
+    """Moves the delivery on and saves the attempt, atomically, if this worker still holds the
+    lease; False otherwise. One statement (a data-modifying CTE: one round trip instead of
+    BEGIN, UPDATE, INSERT, COMMIT)."""
+    params = [
+        *(outcome[column] for column in DELIVERY_OUTCOME_COLUMNS),
+        delivery.pk,
+        delivery.lease_token,
+        *(getattr(attempt, column) for column in ATTEMPT_OUTCOME_COLUMNS),
+    ]
+    with connection.cursor() as cursor:
+        OUTCOME_RECORD_STATEMENT.execute(cursor, params)
+        return cursor.rowcount == 1
