@@ -76,12 +76,16 @@ class Coupon(models.Model):
     maximum_discount_amount = models.DecimalField(
         max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES, null=True, blank=True
     )
+    # db_default too: a row written by plain SQL (bench/list_growth.py) gets the defaults.
     applies_to = models.CharField(
-        max_length=16, choices=APPLIES_TO_CHOICES, default=APPLIES_TO_ONE_TIME
+        max_length=16,
+        choices=APPLIES_TO_CHOICES,
+        default=APPLIES_TO_ONE_TIME,
+        db_default=APPLIES_TO_ONE_TIME,
     )
     subscription_payments = models.PositiveSmallIntegerField(null=True, blank=True)
-    products = ArrayField(models.BigIntegerField(), default=list, blank=True)
-    product_variants = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    products = ArrayField(models.BigIntegerField(), default=list, db_default=[], blank=True)
+    product_variants = ArrayField(models.BigIntegerField(), default=list, db_default=[], blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

@@ -55,3 +55,21 @@ def test_existing_coupons_migrate_with_the_defaults():
     with transaction.atomic():
         applied = coupon_apply(store=store, code="old", order_total_cents=2_000)
     assert applied.discount_cents == 700
+
+
+@pytest.mark.django_db
+def test_a_row_written_by_plain_sql_gets_the_defaults():
+    # As bench/list_growth.py writes coupons: only the columns from before issue 32.
+    store = StoreFactory()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'INSERT INTO coupons_coupon (store_id, code, type, discount, "limit", times_used, '
+            "store_wide, minimum_amount, expires_at, created_at, updated_at, deleted_at) "
+            "VALUES (%s, 'RAW', 'AMOUNT', 3, NULL, 0, true, NULL, NULL, now(), now(), NULL) "
+            "RETURNING id",
+            [store.pk],
+        )
+        [coupon_id] = cursor.fetchone()
+
+    coupon = Coupon.objects.get(pk=coupon_id)
+    assert (coupon.applies_to, coupon.products, coupon.product_variants) == ("one_time", [], [])
