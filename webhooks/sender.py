@@ -21,7 +21,7 @@ from standardwebhooks import Webhook
 
 from webhooks.addresses import url_origin
 from webhooks.deadline import AttemptDeadline, current_deadline
-from webhooks.transport import AddressRefused, session_get, session_reset
+from webhooks.transport import AddressRefused, answer_forget, session_get, session_reset
 
 
 def signature_header(*, secrets: list[str], message_id: str, timestamp: int, body: bytes) -> str:
@@ -78,6 +78,8 @@ def send(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendR
         session_reset()
         if not result.succeeded:
             return SendResult(None, None, _timeout_error(deadline), result.duration_ms)
+    elif result.response_status is None:
+        answer_forget(url)  # no answer: the host may have moved
     # A 2xx head received in time stands even when reading its body was cut.
     return result
 

@@ -1,6 +1,7 @@
 """The SSRF-safe HTTP session of webhook attempts (docs/decisions/webhooks.md "SSRF").
 
-Each request resolves its host once, within the attempt's budget, refuses every address
+Each request resolves its host once, within the attempt's budget (or reuses the answer that
+passed the check at most CHECKED_ANSWER_SECONDS ago), refuses every address
 `addresses.address_check` refuses, and is sent through urllib3's pool for the first allowed
 address: the connection goes to that IP literal, so no second lookup can answer differently
 (DNS rebinding). TLS still names the original host: `server_hostname` (SNI) and
@@ -16,6 +17,7 @@ environment proxies are ignored (a proxy would connect on our behalf, unchecked)
 """
 
 import logging
+import time
 from urllib.parse import urlsplit
 
 import requests
@@ -26,7 +28,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from webhooks.addresses import DestinationRefused, address_check
 from webhooks.deadline import current_deadline
-from webhooks.resolver import resolve
+from webhooks.resolver import ip_literal, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +39,26 @@ class AddressRefused(requests.ConnectionError):
     turns a ValueError raised while it picks the pool into InvalidURL.)"""
 
 
+# A checked answer serves its host's next attempts for CHECKED_ANSWER_SECONDS: its address
+# passed the check, so using it again reaches nothing internal (rebinding needs an address that
+# was not checked), and those attempts need no lookup (in production a round trip to the name
+# server) and find their kept-alive connection in that address's pool. An attempt that gets no
+# answer forgets its host's (the receiver may have moved). Before issue 30 a kept-alive
+# connection served attempts without a lookup for as long as it lived.
+CHECKED_ANSWER_SECONDS = 60.0
+_answers: dict[str, tuple[str, float]] = {}  # host -> (checked address, monotonic expiry)
+
+
 def checked_address(host: str) -> str:
     """The first address of `host` that webhooks may reach, resolved within what is left of
     the attempt's budget. Raises socket.gaierror (no answer in time) or AddressRefused."""
+    address, expires_at = _answers.get(host, ("", 0.0))
+    if expires_at > time.monotonic():
+        try:
+            address_check(address)  # again: the rules may have changed (the dev flag)
+            return address
+        except DestinationRefused:
+            pass
     deadline = current_deadline()
     budget = deadline.remaining() if deadline else settings.WEBHOOKS_TIMEOUT_SECONDS
     refusal = None
@@ -51,8 +70,15 @@ def checked_address(host: str) -> str:
             logger.info("webhook connection to host %s refused: %s is %s", host, address, error)
             refusal = error
             continue
+        if not ip_literal(host):
+            _answers[host] = (address, time.monotonic() + CHECKED_ANSWER_SECONDS)
         return address
     raise AddressRefused(f"Refused destination: host {host} resolves to {refusal}")
+
+
+def answer_forget(url: str) -> None:
+    """The next attempt to `url`'s host looks it up again."""
+    _answers.pop(urlsplit(url).hostname, None)
 
 
 class _DeadlineConnectionMixin:
@@ -138,8 +164,10 @@ def session_get() -> requests.Session:
 
 
 def session_reset() -> None:
-    """Drops every pooled connection (after a deadline cut one mid-exchange)."""
+    """Drops every pooled connection (after a deadline cut one mid-exchange) and every checked
+    answer."""
     global _session
+    _answers.clear()
     if _session is not None:
         _session.close()
         _session = None

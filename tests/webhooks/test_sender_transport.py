@@ -1,7 +1,8 @@
 """The sender connects to the address the SSRF check approved, and names the host everywhere
-else (webhooks/transport.py): one lookup per attempt and no second one by the HTTP library
-(DNS rebinding), SNI, the certificate check and the Host header of the original host, a pool
-per checked address, and the attempt's deadline over TLS too. Against a real HTTPS receiver
+else (webhooks/transport.py): no second lookup by the HTTP library (DNS rebinding), SNI, the
+certificate check and the Host header of the original host, a pool per checked address, a
+checked answer reused for a while and forgotten when it gets no answer, and the attempt's
+deadline over TLS too. Against a real HTTPS receiver
 whose certificate a throwaway CA signed (tests/webhooks/tls.py)."""
 
 import base64
@@ -88,33 +89,53 @@ def test_an_untrusted_certificate_is_a_tls_error(https_receiver, dns):
     assert https_receiver.received() == []
 
 
-def test_attempts_resolve_anew_and_keep_their_connection_alive(https_receiver, dns):
+def test_attempts_reuse_the_checked_answer_and_its_connection(https_receiver, dns):
     url = f"https://{TLS_HOST}:{https_receiver.port}/hooks"
 
     first, second = send(url, "msg_1"), send(url, "msg_2")
 
     assert first.succeeded and second.succeeded
-    # one TLS connection served both (the pool of the checked address) ...
+    # one lookup and one TLS connection served both (the pool of the checked address)
+    assert dns.lookups == 1
     assert len({request.client_address for request in https_receiver.received()}) == 1
     assert https_receiver.server_names == [TLS_HOST]
-    # ... while each attempt checked what the name resolves to now
-    assert dns.lookups == 2
 
 
-def test_a_kept_alive_connection_does_not_outlive_a_rebinding(https_receiver, dns):
-    # given: an attempt that left a kept-alive connection to the checked address
+def test_a_rebinding_reaches_checked_addresses_only(https_receiver, dns, monkeypatch):
+    monkeypatch.setattr(transport, "CHECKED_ANSWER_SECONDS", 0.5)
     url = f"https://{TLS_HOST}:{https_receiver.port}/hooks"
     assert send(url, "msg_1").succeeded
 
     # when: the name now resolves to the cloud metadata address
     dns.address = "169.254.169.254"
-    result = send(url, "msg_2")
-
-    # then: refused, although a connection to the old address was at hand
+    # then: while the checked answer lives, attempts go to the address that passed the check
+    assert send(url, "msg_2").succeeded
+    assert dns.lookups == 1
+    # and once it expired, the name is looked up again and the new answer refused
+    time.sleep(0.6)
+    result = send(url, "msg_3")
+    assert dns.lookups == 2
     assert result.response_status is None
     assert "cloud metadata" in result.error
     assert "169.254.169.254" not in result.error
-    assert len(https_receiver.received()) == 1
+    assert len(https_receiver.received()) == 2
+
+
+def test_an_attempt_without_an_answer_forgets_the_checked_answer(ca, dns):
+    receiver = Receiver(ssl_context=ca.server_context(TLS_HOST))
+    receiver.respond = lambda request: Reply(headers={"Connection": "close"})
+    url = f"https://{TLS_HOST}:{receiver.port}/hooks"
+    assert send(url, "msg_1").succeeded
+    receiver.close()
+
+    # when: the receiver is gone (it may have moved to another address)
+    failed = send(url, "msg_2")
+
+    # then: the next attempt looks the name up again
+    assert failed.error == f"connection refused: https://{TLS_HOST}:{receiver.port}"
+    assert dns.lookups == 1
+    send(url, "msg_3")
+    assert dns.lookups == 2
 
 
 def test_the_attempt_budget_holds_over_tls(https_receiver, dns, settings):
