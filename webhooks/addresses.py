@@ -22,6 +22,7 @@ operators' log has the detail (host, address, kind; never the URL's path). An at
 error names the kind, never the address; the API does not show it (the admin does).
 """
 
+import functools
 import ipaddress
 import logging
 import re
@@ -222,10 +223,17 @@ def refusal_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str 
     return None
 
 
+# Every attempt checks the address it connects to, mostly the same few: the judgment depends
+# only on the address and the dev flag (the deny list is constant), so it is kept.
+@functools.lru_cache(maxsize=4096)
+def _refusal_kind_of(raw_address: str, private_allowed: bool) -> str | None:
+    return refusal_kind(ipaddress.ip_address(raw_address.split("%", 1)[0]))
+
+
 def address_check(raw_address: str) -> None:
     """Raises DestinationRefused unless the IP may be connected to; the message ("an address
     webhooks may not reach (kind) ...") names the kind of range, never the address."""
-    kind = refusal_kind(ipaddress.ip_address(raw_address.split("%", 1)[0]))
+    kind = _refusal_kind_of(raw_address, private_destinations_allowed())
     if kind is not None:
         raise DestinationRefused(
             f"an address webhooks may not reach ({kind}); only public internet addresses "
