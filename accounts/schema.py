@@ -5,7 +5,9 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object
 
 
 class BearerCredentialScheme(OpenApiAuthenticationExtension):
-    target_class = "accounts.authentication.BearerCredentialAuthentication"
+    # API keys and OAuth access tokens: one scheme, as both are `Authorization: Bearer`.
+    target_class = "accounts.authentication.BearerAuthentication"
+    match_subclasses = True
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema):

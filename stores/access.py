@@ -18,7 +18,7 @@ from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from config.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
-from stores.selectors import membership_for_slug
+from stores.selectors import membership_default, membership_for_slug
 
 STORE_HEADER = "X-STORE"
 
@@ -31,10 +31,26 @@ class StoreContext:
 
 
 def named_store_slug(request) -> str | None:
-    """The store the request names by X-STORE; None without the header (or with it empty).
-    The API key resolver (stores.credentials) asks too: it reads the membership a request acts
-    through only when the request names no store."""
+    """The store the request names by X-STORE; None without the header (or with it empty)."""
     return request.headers.get(STORE_HEADER) or None
+
+
+# Slugs a credential's memo keeps memberships for; emptied past this many (a client naming
+# ever new slugs must not grow a process's memory).
+MEMO_MAX_SLUGS = 100
+_DEFAULT = ("default",)  # beside ("slug", <X-STORE>) keys: no header value can equal it
+
+
+def _memoized(credential: Credential, key: tuple, read):
+    """`read()`, kept in the credential's memo: a kept credential's identity is current
+    (accounts/identity.py) so its memberships are too, and a change to either advances its
+    epochs, which gives the next request a new credential and an empty memo."""
+    memo = credential.memo
+    if key not in memo:
+        if len(memo) > MEMO_MAX_SLUGS:
+            memo.clear()
+        memo[key] = read()
+    return memo[key]
 
 
 def resolve_store_context(request) -> StoreContext:
@@ -45,7 +61,11 @@ def resolve_store_context(request) -> StoreContext:
     credential: Credential = request.auth
     slug = named_store_slug(request)
     if slug is not None:
-        membership = membership_for_slug(credential=credential, slug=slug)
+        membership = _memoized(
+            credential,
+            ("slug", slug),
+            lambda: membership_for_slug(credential=credential, slug=slug),
+        )
         if membership is None:
             # Unknown and inaccessible slugs answer alike, so slugs cannot be probed.
             raise Forbidden(
@@ -55,8 +75,10 @@ def resolve_store_context(request) -> StoreContext:
     elif credential.requires_store_header:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
     elif credential.current_store_id is not None:
-        # Read with the key (stores.credentials): the current store's, never another.
-        membership = credential.default_membership
+        # The current store's, never another.
+        membership = _memoized(
+            credential, _DEFAULT, lambda: membership_default(credential=credential)
+        )
         if membership is None:
             # Spec "Authentication" rule 2: the first store is the fallback only when no current
             # store is selected; an integration pinned to one store must never act on another.
@@ -73,7 +95,9 @@ def resolve_store_context(request) -> StoreContext:
             param=STORE_HEADER,
         )
     else:
-        membership = credential.default_membership  # the first accessible store's
+        membership = _memoized(
+            credential, _DEFAULT, lambda: membership_default(credential=credential)
+        )
         if membership is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
     context = StoreContext(
