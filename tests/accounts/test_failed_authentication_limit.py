@@ -92,9 +92,7 @@ def test_over_the_limit_a_valid_key_is_served_and_bogus_keys_cost_no_query(
         assert_refused(get_me("not-a-key", ATTACKER_IP))
 
 
-def test_a_valid_key_never_seen_by_this_process_is_served_over_the_limit(
-    user, store, monkeypatch
-):
+def test_a_valid_key_never_seen_by_this_process_is_served_over_the_limit(user, store, monkeypatch):
     valid = make_api_key(user)
     assert get_me(valid, "198.51.100.20").status_code == 200
     spend_the_budget()
