@@ -61,10 +61,10 @@ class Identity:
     epochs: tuple[str, ...] | None = None
     # API keys: when the key's `last_used_at` was last written (accounts/authentication.py).
     last_used_at: datetime | None = None
+    epoch_keys: tuple[str, str] = ()
 
-    @property
-    def epoch_keys(self) -> tuple[str, str]:
-        return credential_epoch_key(self.token_hash), user_epoch_key(self.user.pk)
+    def __post_init__(self):
+        self.epoch_keys = credential_epoch_key(self.token_hash), user_epoch_key(self.user.pk)
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now

@@ -41,15 +41,21 @@ MEMO_MAX_SLUGS = 100
 _DEFAULT = ("default",)  # beside ("slug", <X-STORE>) keys: no header value can equal it
 
 
-def _memoized(credential: Credential, key: tuple, read):
-    """`read()`, kept in the credential's memo: a kept credential's identity is current
-    (accounts/identity.py) so its memberships are too, and a change to either advances its
-    epochs, which gives the next request a new credential and an empty memo."""
+def _memoized(credential: Credential, key: tuple, read) -> StoreContext | None:
+    """The context of the membership `read()` returns (None without one), kept in the
+    credential's memo: a kept credential's identity is current (accounts/identity.py) so its
+    memberships are too, and a change to either advances its epochs, which gives the next
+    request a new credential and an empty memo."""
     memo = credential.memo
     if key not in memo:
         if len(memo) > MEMO_MAX_SLUGS:
             memo.clear()
-        memo[key] = read()
+        membership = read()
+        memo[key] = membership and StoreContext(
+            store=membership.store,
+            membership=membership,
+            effective_abilities=effective_abilities(credential.abilities, membership.role),
+        )
     return memo[key]
 
 
@@ -61,12 +67,12 @@ def resolve_store_context(request) -> StoreContext:
     credential: Credential = request.auth
     slug = named_store_slug(request)
     if slug is not None:
-        membership = _memoized(
+        context = _memoized(
             credential,
             ("slug", slug),
             lambda: membership_for_slug(credential=credential, slug=slug),
         )
-        if membership is None:
+        if context is None:
             # Unknown and inaccessible slugs answer alike, so slugs cannot be probed.
             raise Forbidden(
                 "The store named by X-STORE does not exist or is not accessible.",
@@ -76,10 +82,8 @@ def resolve_store_context(request) -> StoreContext:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
     elif credential.current_store_id is not None:
         # The current store's, never another.
-        membership = _memoized(
-            credential, _DEFAULT, lambda: membership_default(credential=credential)
-        )
-        if membership is None:
+        context = _memoized(credential, _DEFAULT, lambda: membership_default(credential=credential))
+        if context is None:
             # Spec "Authentication" rule 2: the first store is the fallback only when no current
             # store is selected; an integration pinned to one store must never act on another.
             raise Forbidden(
@@ -95,16 +99,9 @@ def resolve_store_context(request) -> StoreContext:
             param=STORE_HEADER,
         )
     else:
-        membership = _memoized(
-            credential, _DEFAULT, lambda: membership_default(credential=credential)
-        )
-        if membership is None:
+        context = _memoized(credential, _DEFAULT, lambda: membership_default(credential=credential))
+        if context is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
-    context = StoreContext(
-        store=membership.store,
-        membership=membership,
-        effective_abilities=effective_abilities(credential.abilities, membership.role),
-    )
     request._store_context = context
     return context
 

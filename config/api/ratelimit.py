@@ -85,7 +85,8 @@ def _window_count(key: str, epoch_keys: tuple[str, ...]) -> tuple[int, tuple[str
     if isinstance(getattr(cache, "_cache", None), RedisCacheClient):
         # One round trip and one reply on the hot path (Django's add + incr take three: SET NX,
         # EXISTS, INCR; a pipelined INCR + EXPIRE cost 0.1 ms more of redis-py per request).
-        keys = [cache.make_and_validate_key(k) for k in (key, *epoch_keys)]
+        # Epoch keys are ours (hex digests and ids): made, not validated, on the hot path.
+        keys = [cache.make_and_validate_key(key), *map(cache.make_key, epoch_keys)]
         # A fresh epoch is random, not 1: a Redis that lost its keys (a restart) must not give
         # back a value a process still holds from before.
         args = [ttl, secrets.token_hex(8), EPOCH_SECONDS] if epoch_keys else [ttl]
