@@ -38,6 +38,7 @@ def named_store_slug(request) -> str | None:
 # Slugs a credential's memo keeps memberships for; emptied past this many (a client naming
 # ever new slugs must not grow a process's memory).
 MEMO_MAX_SLUGS = 100
+_NOT_READ = object()
 _DEFAULT = ("default",)  # beside ("slug", <X-STORE>) keys: no header value can equal it
 
 
@@ -47,16 +48,18 @@ def _memoized(credential: Credential, key: tuple, read) -> StoreContext | None:
     memberships are too, and a change to either advances its epochs, which gives the next
     request a new credential and an empty memo."""
     memo = credential.memo
-    if key not in memo:
+    # get(), not `in` then [], as another thread of the process may empty the memo between.
+    context = memo.get(key, _NOT_READ)
+    if context is _NOT_READ:
         if len(memo) > MEMO_MAX_SLUGS:
             memo.clear()
         membership = read()
-        memo[key] = membership and StoreContext(
+        context = memo[key] = membership and StoreContext(
             store=membership.store,
             membership=membership,
             effective_abilities=effective_abilities(credential.abilities, membership.role),
         )
-    return memo[key]
+    return context
 
 
 def resolve_store_context(request) -> StoreContext:
