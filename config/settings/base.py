@@ -165,7 +165,12 @@ else:
 TIME_ZONE = "UTC"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerCredentialAuthentication"],
+    # Bearer tokens (RFC 6750): API keys, then OAuth access tokens, the last one answering for
+    # every token the others do not recognise (accounts/authentication.py).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.ApiKeyAuthentication",
+        "oauth_cli.authentication.OAuthAccessTokenAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_THROTTLE_CLASSES": ["config.api.ratelimit.CredentialRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -219,13 +224,6 @@ API_RATE_LIMIT_PER_MINUTE = env.count("API_RATE_LIMIT_PER_MINUTE", default=120, 
 # Store creation: at most one new store per user in this many seconds.
 STORE_CREATION_INTERVAL_SECONDS = 60
 IDEMPOTENCY_KEY_TTL = timedelta(hours=24)
-
-# Resolvers tried in order for `Authorization: Bearer <token>`: each is called with the token and
-# the request, and returns (user, Credential) or None (accounts/authentication.py).
-BEARER_CREDENTIAL_RESOLVERS = [
-    "stores.credentials.credential_for_api_key",
-    "oauth_cli.selectors.credential_for_access_token",
-]
 
 CLI_CLIENT_ID = env.str("CLI_CLIENT_ID", default="9b2c5f3e-4d1a-4c8e-9f6b-2a7d3e1c5b80")
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = env.bool("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", default=False)
