@@ -232,6 +232,9 @@ WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = env.bool("WEBHOOKS_ALLOW_PRIVATE_DESTINATI
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
+    if REDIS_URL.startswith("redis://"):
+        # kombu's Redis transport, kept by a worker through a Redis restart (config/broker.py).
+        CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 else:
     _broker_dir = VAR_DIR / "broker"
     # The host means nothing to this transport; without one kombu logs a warning per process.
