@@ -74,6 +74,8 @@ MIDDLEWARE = [
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # Innermost: a read whose database connection the server ended runs again (config/db.py).
+    "config.db.ReadFailoverMiddleware",
 ]
 
 # Django's four: passwords set through its forms (admin, createsuperuser, changepassword) are
