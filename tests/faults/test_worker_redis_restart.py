@@ -6,7 +6,8 @@ while Redis restarts, empty, on the same port. With kombu's own transport the wo
 `Restoring 1 unacknowledged message(s)`, then `CRITICAL Unrecoverable error:
 AttributeError("'NoneType' object has no attribute 'hostname'")` and exited (every restart
 here; 5 of 7 in the issue's fault run). config/broker.py is why it now stays up and consumes
-again once Redis is back.
+again once Redis is back. And a worker that does end (here kill -9, with the Redis restart)
+shows on /status within its heartbeat window.
 """
 
 import re
@@ -14,7 +15,8 @@ import time
 
 import pytest
 import redis
-from django.test import override_settings
+from django.conf import settings
+from django.test import Client, override_settings
 
 from config.celery import app
 from config.worker_heartbeat import WORKER_HEARTBEAT_TASK, worker_heartbeat_last
@@ -25,6 +27,17 @@ pytestmark = [pytest.mark.faults, pytest.mark.worker, pytest.mark.django_db(tran
 
 RESTARTS = 3
 HELD_COUNTDOWN = 600  # seconds: the held task never runs during the test
+QUEUES = ("webhooks", "maintenance")
+
+
+def cache_on(redis_url: str) -> dict:
+    """CACHES for override_settings: the worker's cache (WorkerOnRedis), read by /status."""
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis_url,
+        }
+    }
 
 
 def send_heartbeat(redis_url: str, name: str, **options) -> None:
@@ -44,18 +57,12 @@ def test_a_worker_holding_unacknowledged_messages_lives_through_redis_restarts(
     worker = WorkerOnRedis(log_dir, redis_server.url, beat=False)
     worker.start()
     broker = redis.Redis.from_url(redis_server.url)
-    cache = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": redis_server.url,  # the worker's cache (WorkerOnRedis)
-        }
-    }
 
     def log() -> str:
         return worker.log_path.read_text(errors="replace")[-4000:]
 
     try:
-        with override_settings(CACHES=cache):
+        with override_settings(CACHES=cache_on(redis_server.url)):
             for restart in range(1, RESTARTS + 1):
                 # given: the worker holds a task with a countdown, unacknowledged
                 send_heartbeat(redis_server.url, f"held-{restart}", countdown=HELD_COUNTDOWN)
@@ -90,3 +97,45 @@ def test_a_worker_holding_unacknowledged_messages_lives_through_redis_restarts(
     finally:
         worker.stop()
         broker.close()
+
+
+def worker_checks() -> tuple[int, dict]:
+    response = Client().get("/status")
+    checks = response.json()["checks"]
+    return response.status_code, {queue: checks[f"worker_{queue}"]["status"] for queue in QUEUES}
+
+
+def test_a_worker_that_ends_shows_on_status_within_its_heartbeat_window(redis_server, tmp_path):
+    log_dir = tmp_path / "worker"
+    log_dir.mkdir()
+    worker = WorkerOnRedis(log_dir, redis_server.url)  # with beat, which sends the heartbeats
+    worker.start()
+    window = 2 * settings.WORKER_HEARTBEAT_SECONDS + settings.BEAT_HEARTBEAT_SECONDS
+    try:
+        with override_settings(CACHES=cache_on(redis_server.url)):
+            wait_for(
+                lambda: worker_checks()[1] == {queue: "ok" for queue in QUEUES},
+                timeout=30,
+                interval=0.25,
+                what="both queues' heartbeats ok",
+            )
+            # when: the worker ends (kill -9) and Redis restarts, empty, as in the issue's run
+            worker.kill()
+            ended = time.monotonic()
+            redis_server.stop()
+            redis_server.start()
+
+            # then: /status fails on both queues within the window (plus its result's reuse)
+            def both_failing() -> bool:
+                code, checks = worker_checks()
+                return code == 503 and set(checks.values()) <= {"stale", "never_seen"}
+
+            wait_for(
+                both_failing,
+                timeout=window + settings.HEALTH_CHECK_RESULT_SECONDS + 5,
+                interval=0.25,
+                what="/status reporting the queues without a worker",
+            )
+            assert time.monotonic() - ended <= window + settings.HEALTH_CHECK_RESULT_SECONDS + 1
+    finally:
+        worker.stop()
