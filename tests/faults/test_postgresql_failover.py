@@ -173,6 +173,7 @@ def test_the_check_before_each_request_sends_nothing_to_a_healthy_connection(own
 # --- a task on a worker whose connection the server ended --------------------------------------
 
 
+@pytest.mark.worker
 def test_tasks_after_a_fast_restart_and_during_a_session_end_run_not_failed(
     transactional_db, postgresql, database_url, start_worker
 ):
