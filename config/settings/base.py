@@ -77,6 +77,8 @@ MIDDLEWARE = [
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # Innermost: a read whose database connection the server ended runs again (config/db.py).
+    "config.db.ReadFailoverMiddleware",
 ]
 
 # Django's four: passwords set through its forms (admin, createsuperuser, changepassword) are
@@ -236,6 +238,9 @@ DEVELOPMENT_OPT_INS: list[str] = []
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
+    if REDIS_URL.startswith("redis://"):
+        # kombu's Redis transport, kept by a worker through a Redis restart (config/broker.py).
+        CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 else:
     _broker_dir = VAR_DIR / "broker"
     # The host means nothing to this transport; without one kombu logs a warning per process.

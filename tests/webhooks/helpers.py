@@ -240,8 +240,8 @@ class CeleryWorker:
         self.process.wait(timeout=10)
 
     def supervise(self):
-        """Restarts the worker whenever it exits, as systemd's Restart=always would (a
-        celery 5.7 worker exits when Redis goes away while it holds unacked messages)."""
+        """Restarts the worker whenever it exits, as systemd's Restart=always and compose's
+        restart policy would (docs/production.md): the fault tests kill it with -9."""
         self.supervising = True
 
         def loop():
