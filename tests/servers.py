@@ -325,3 +325,93 @@ class SentryIngest:
                 if "exception" in item:
                     events.append(item)
         return events
+
+
+class StreamingReplica:
+    """A hot standby of the PostgreSQL server on `primary_port` (127.0.0.1, trust auth, as the
+    suite's servers are: initdb's pg_hba allows local replication), made with `pg_basebackup -R`
+    and started through the one launcher on a port of its own; a context manager that stops it
+    and deletes its data. It streams the whole cluster, the suite's test databases included.
+    `pause()`/`resume()` stop and restart replay: WAL keeps arriving, the replica falls behind."""
+
+    def __init__(self, primary_port: int):
+        self.primary_port = primary_port
+        # Under the services' directory (the `postgres` user reaches it), not pytest's private tmp.
+        self.dir = Path(
+            tempfile.mkdtemp(prefix="replica-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))
+        )
+        self.dir.chmod(0o755)
+        self.server: PostgresServer | None = None
+
+    def _primary(self, sql: str) -> str:
+        import psycopg
+
+        dsn = f"host=127.0.0.1 port={self.primary_port} user=postgres dbname=postgres"
+        with psycopg.connect(dsn, autocommit=True) as primary:
+            return str(primary.execute(sql).fetchone()[0])
+
+    def __enter__(self) -> "StreamingReplica":
+        data = self.dir / "data"
+        data.mkdir(mode=0o700)
+        if os.getuid() == 0:
+            shutil.chown(data, "postgres", "postgres")
+        subprocess.run(
+            [
+                *as_postgres_user(),
+                debian_bin() / "pg_basebackup",
+                *("-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres"),
+                *("-D", str(data), "-R", "-X", "stream", "-c", "fast"),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        # A hot standby refuses to start with fewer connections than its primary allows.
+        self.server = PostgresServer(
+            data,
+            debian_bin(),
+            port=free_port(),
+            fsync="off",
+            max_connections=self._primary("SHOW max_connections"),
+        )
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.server is not None:
+            self.server.stop("immediate")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def execute(self, sql: str) -> str:
+        import psycopg
+
+        dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+        with psycopg.connect(dsn, autocommit=True) as replica:
+            return str(replica.execute(sql).fetchone()[0])
+
+    def pause(self) -> None:
+        self.execute("SELECT pg_wal_replay_pause()")
+        wait_for(
+            lambda: self.execute("SELECT pg_get_wal_replay_pause_state()") == "paused",
+            timeout=30,
+            what="replay paused",
+        )
+
+    def resume(self) -> None:
+        self.execute("SELECT pg_wal_replay_resume()")
+
+    def catch_up(self) -> None:
+        """Returns once the replica has replayed everything the primary has written so far
+        (inserted: the suite commits asynchronously, and the WAL writer sends it soon after)."""
+        target = self._primary("SELECT pg_current_wal_insert_lsn()")
+        wait_for(
+            lambda: (
+                self.execute(f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn") == "True"
+            ),
+            timeout=30,
+            what=f"the replica replaying up to {target}",
+        )
