@@ -131,7 +131,9 @@ def prune_mark_of(store, *, using: str = DEFAULT_DB_ALIAS) -> JournalPosition | 
 def _refuse_if_pruned_past(*, store, cursor: JournalCursor, fallback_url: str, using: str) -> None:
     """410 when retention deleted an event after the cursor's position since it was issued."""
     mark_now = prune_mark_of(store, using=using)
-    if mark_now is None or mark_now == cursor.prune_mark:
+    # Not moved since the cursor was issued. Marks only move forward, so on the primary this
+    # is equality; a replica that has not replayed the prune the cursor saw has an older one.
+    if mark_now is None or (cursor.prune_mark is not None and mark_now <= cursor.prune_mark):
         return
     if cursor.position is not None and mark_now <= cursor.position:
         return

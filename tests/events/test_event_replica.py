@@ -12,9 +12,11 @@ from django.db import connections
 
 from config import health
 from config.replica import REPLICA
+from events.services import events_prune
 from orders.services import order_complete, order_place
 from tests.events.helpers import record_committed
 from tests.events.test_event_positions import OpenTransaction
+from tests.factories import old_events
 from tests.servers import StreamingReplica, wait_for
 from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks.models import WebhookDelivery
@@ -244,3 +246,26 @@ def test_the_delivery_history_reads_from_the_replica(auth_client, store, receive
     # not replayed there yet: the primary has it
     detail, _ = get(auth_client, f"/api/v2/webhook-deliveries/{made_since.pk}")
     assert detail["data"]["id"] == str(made_since.pk)
+
+
+def test_a_replica_behind_a_prune_does_not_expire_the_primarys_cursor(
+    auth_client, store, replica, settings
+):
+    """A cursor issued after a prune the replica has not replayed carries a newer mark than
+    the replica's: the replica must not take its older mark for a prune since the cursor."""
+    retained = record_events(store, 2)  # txids below the pruned events' (occurred_at decides)
+    old_events(store, 1)
+    assert events_prune() == 1
+    replica.catch_up()
+    replica.pause()
+    old_events(store, 1)
+    assert events_prune() == 1  # on the primary only: the replica keeps the older mark
+    wait_received(replica)
+    settings.DATABASE_REPLICA_MAX_LAG_SECONDS = 0
+    first, cursor, _, server = page(auth_client, limit=1)
+    assert (first, server) == (retained[:1], "primary")
+    settings.DATABASE_REPLICA_MAX_LAG_SECONDS = 300
+
+    second, _, _, server = page(auth_client, cursor, limit=1)
+
+    assert (second, server) == (retained[1:], REPLICA)
