@@ -2,7 +2,8 @@
 ports: a Redis that tests stop and start again, Debian's PgBouncer in transaction mode
 (bin/install-test-deps installs it), the set-up docs/scaling.md gives for many processes (the
 send-slot tests, the database fault run), gunicorn under the production settings (the fault
-runs, static files, large bodies) and a Sentry ingest that records what a client reports."""
+runs, static files, large bodies), a Sentry ingest that records what a client reports, and a
+streaming replica of the suite's PostgreSQL (the journal's replica reads)."""
 
 import gzip
 import json
@@ -19,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 import requests
 
@@ -337,42 +339,22 @@ class StreamingReplica:
     def __init__(self, primary_port: int):
         self.primary_port = primary_port
         # Under the services' directory (the `postgres` user reaches it), not pytest's private tmp.
-        self.dir = Path(
-            tempfile.mkdtemp(prefix="replica-", dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))
-        )
+        self.dir = Path(tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR")))
         self.dir.chmod(0o755)
         self.server: PostgresServer | None = None
-
-    def _primary(self, sql: str) -> str:
-        import psycopg
-
-        dsn = f"host=127.0.0.1 port={self.primary_port} user=postgres dbname=postgres"
-        with psycopg.connect(dsn, autocommit=True) as primary:
-            return str(primary.execute(sql).fetchone()[0])
 
     def __enter__(self) -> "StreamingReplica":
         data = self.dir / "data"
         data.mkdir(mode=0o700)
         if os.getuid() == 0:
             shutil.chown(data, "postgres", "postgres")
-        subprocess.run(
-            [
-                *as_postgres_user(),
-                debian_bin() / "pg_basebackup",
-                *("-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres"),
-                *("-D", str(data), "-R", "-X", "stream", "-c", "fast"),
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        primary = ("-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres")
+        backup = [debian_bin() / "pg_basebackup", *primary, "-D", str(data), "-R", "-X", "stream"]
+        subprocess.run([*as_postgres_user(), *backup, "-c", "fast"], check=True, timeout=120)
         # A hot standby refuses to start with fewer connections than its primary allows.
+        connections = _query(self.primary_port, "SHOW max_connections")
         self.server = PostgresServer(
-            data,
-            debian_bin(),
-            port=free_port(),
-            fsync="off",
-            max_connections=self._primary("SHOW max_connections"),
+            data, debian_bin(), port=free_port(), fsync="off", max_connections=connections
         )
         self.server.start()
         return self
@@ -387,19 +369,12 @@ class StreamingReplica:
         return self.server.port
 
     def execute(self, sql: str) -> str:
-        import psycopg
-
-        dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
-        with psycopg.connect(dsn, autocommit=True) as replica:
-            return str(replica.execute(sql).fetchone()[0])
+        return _query(self.port, sql)
 
     def pause(self) -> None:
         self.execute("SELECT pg_wal_replay_pause()")
-        wait_for(
-            lambda: self.execute("SELECT pg_get_wal_replay_pause_state()") == "paused",
-            timeout=30,
-            what="replay paused",
-        )
+        paused = "SELECT pg_get_wal_replay_pause_state() = 'paused'"
+        wait_for(lambda: self.execute(paused) == "True", timeout=30, what="replay paused")
 
     def resume(self) -> None:
         self.execute("SELECT pg_wal_replay_resume()")
@@ -407,11 +382,13 @@ class StreamingReplica:
     def catch_up(self) -> None:
         """Returns once the replica has replayed everything the primary has written so far
         (inserted: the suite commits asynchronously, and the WAL writer sends it soon after)."""
-        target = self._primary("SELECT pg_current_wal_insert_lsn()")
-        wait_for(
-            lambda: (
-                self.execute(f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn") == "True"
-            ),
-            timeout=30,
-            what=f"the replica replaying up to {target}",
-        )
+        target = _query(self.primary_port, "SELECT pg_current_wal_insert_lsn()")
+        replayed = f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"
+        wait_for(lambda: self.execute(replayed) == "True", timeout=30, what=f"replay to {target}")
+
+
+def _query(port: int, sql: str) -> str:
+    """The first value `sql` answers on the server at 127.0.0.1:`port`, as text."""
+    dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        return str(connection.execute(sql).fetchone()[0])
