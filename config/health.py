@@ -153,7 +153,7 @@ def replica_check() -> dict:
     return {
         "status": OK,
         "replica": "streaming" if state.usable else "behind",
-        "lag_seconds": round(state.lag_seconds, 1),
+        "lag_seconds": None if state.lag_seconds is None else round(state.lag_seconds, 1),
         "max_lag_seconds": settings.DATABASE_REPLICA_MAX_LAG_SECONDS,
     }
 

@@ -34,12 +34,13 @@ logger = logging.getLogger(__name__)
 # On a hot standby, pg_current_snapshot() is the replayed state: its xmin is the lowest
 # transaction the replica still sees running (events/positions.py reads the same on the
 # primary). Lag: 0 when everything received is replayed (an idle primary sends nothing, and
-# the last replayed commit's age would grow without any lag), else the age of that commit.
+# the last replayed commit's age would grow without any lag), else the age of that commit;
+# unknown (NULL: not used) while WAL waits and no commit has been replayed since the start.
 _STATE_SQL = """
 SELECT pg_is_in_recovery(),
        CASE WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM pg_last_wal_replay_lsn()
             THEN 0
-            ELSE COALESCE(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0)
+            ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp())
        END::float8,
        pg_snapshot_xmin(pg_current_snapshot())::text::bigint
 """
@@ -47,14 +48,15 @@ SELECT pg_is_in_recovery(),
 
 @dataclass(frozen=True)
 class ReplicaState:
-    lag_seconds: float
+    lag_seconds: float | None  # None: unknown
     # The replica's own transaction horizon: every transaction below it has finished and is
     # replayed there, so the replica has all of their rows.
     horizon: int
 
     @property
     def usable(self) -> bool:
-        return self.lag_seconds <= settings.DATABASE_REPLICA_MAX_LAG_SECONDS
+        lag = self.lag_seconds
+        return lag is not None and lag <= settings.DATABASE_REPLICA_MAX_LAG_SECONDS
 
 
 class ReplicaUnavailable(Exception):
@@ -79,7 +81,7 @@ def replica_state() -> ReplicaState:
         raise ReplicaUnavailable(str(error)) from error
     if not in_recovery:
         raise ReplicaUnavailable("the replica is not in recovery (promoted?)")
-    return ReplicaState(lag_seconds=max(0.0, lag), horizon=horizon)
+    return ReplicaState(lag_seconds=None if lag is None else max(0.0, lag), horizon=horizon)
 
 
 _down_until = 0.0
