@@ -6,13 +6,17 @@ and a cursor serves every event exactly once whichever server answers each page
 One replica per module (it takes a few seconds to copy and start); each test adds it to
 DATABASES as the settings do for DATABASE_REPLICA_URL, and leaves it replaying."""
 
+import random
+import threading
+import time
+
 import pytest
 from django.conf import settings as django_settings
-from django.db import connections
+from django.db import connections, transaction
 
 from config import health
 from config.replica import REPLICA
-from events.services import events_prune
+from events.services import events_prune, record
 from orders.services import order_complete, order_place
 from tests.events.helpers import record_committed
 from tests.events.test_event_positions import OpenTransaction
@@ -269,3 +273,58 @@ def test_a_replica_behind_a_prune_does_not_expire_the_primarys_cursor(
     second, _, _, server = page(auth_client, cursor, limit=1)
 
     assert (second, server) == (retained[1:], REPLICA)
+
+
+def test_concurrent_writers_and_a_poller_switching_servers_see_each_event_once(
+    auth_client, api_key, store, replica, settings
+):
+    """Writers whose multi-event transactions interleave and commit out of order; the poller's
+    pages come from the replica or the primary at random (replay paused and resumed, the lag
+    bound switched), as in test_event_concurrency.py with one server."""
+    recorded, errors, lock = [], [], threading.Lock()
+
+    def writer(number):
+        rng = random.Random(number)
+        try:
+            for n in range(15):
+                with transaction.atomic():
+                    ids = []
+                    for k in range(rng.randint(1, 3)):
+                        subject = ("coupon", f"{number}-{n}-{k}")
+                        ids.append(record(store=store, type="coupon.updated", subject=subject).id)
+                        time.sleep(rng.uniform(0, 0.02))
+                    time.sleep(rng.uniform(0, 0.05))
+                with lock:
+                    recorded.extend(ids)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in writers:
+        thread.start()
+    rng, seen, servers, cursor = random.Random(0), [], set(), None
+    while True:
+        done = not any(thread.is_alive() for thread in writers)
+        if done:  # the last pages: the replica replaying again and within the bound
+            replica.resume()
+            replica.catch_up()
+            settings.DATABASE_REPLICA_MAX_LAG_SECONDS = 300
+        else:
+            if rng.random() < 0.2:
+                replica.pause() if rng.random() < 0.5 else replica.resume()
+            settings.DATABASE_REPLICA_MAX_LAG_SECONDS = rng.choice([0, 300])
+        events, cursor, more, server = page(auth_client, cursor, limit=5)
+        seen += events
+        servers.add(server)
+        if done and not more:
+            break
+        time.sleep(0.02)
+    for thread in writers:
+        thread.join(30)
+
+    assert not errors, errors
+    assert servers == {REPLICA, "primary"}
+    assert len(seen) == len(set(seen)), "an event was served twice"
+    assert sorted(seen) == sorted(recorded), "an event was skipped"
