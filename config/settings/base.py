@@ -134,6 +134,27 @@ DATABASES["default"]["OPTIONS"] = {
 # django-prometheus' backend (query, error and connection counts for /metrics) that waits for a
 # restarting server (config/postgresql).
 DATABASES["default"]["ENGINE"] = "config.postgresql"
+# An optional streaming replica for the event journal's and the delivery history's reads
+# (config/replica.py, docs/decisions/events.md "Reads from a replica"); unset: all on the
+# primary. Its connection gives up after 2 s (libpq's connect_timeout; a URL's own wins), and
+# reads go to the primary while it is further behind than DATABASE_REPLICA_MAX_LAG_SECONDS.
+DATABASE_REPLICA_MAX_LAG_SECONDS = env.seconds("DATABASE_REPLICA_MAX_LAG_SECONDS", 5)
+# A replica that did not answer is not asked again for this long (per process).
+DATABASE_REPLICA_RETRY_SECONDS = env.seconds("DATABASE_REPLICA_RETRY_SECONDS", 5)
+if env.str("DATABASE_REPLICA_URL", default=""):
+    _replica = env.database("DATABASE_REPLICA_URL", conn_max_age=DATABASE_CONN_MAX_AGE)
+    DATABASES["replica"] = {
+        **_replica,
+        "ENGINE": DATABASES["default"]["ENGINE"],
+        "OPTIONS": {
+            **DATABASES["default"]["OPTIONS"],
+            "connect_timeout": 2,
+            **_replica.get("OPTIONS", {}),
+        },
+        # Tests read the test database there (pytest-django creates none for it).
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["config.replica.ReplicaRouter"]
 # How long opening a connection keeps trying while PostgreSQL refuses it (a restart, a
 # failover): requests wait that long for the server instead of failing at once (config/db.py).
 DATABASE_CONNECT_RETRY_SECONDS = env.seconds("DATABASE_CONNECT_RETRY_SECONDS", 5)
