@@ -71,7 +71,7 @@ def world(db):
     WebhookDeliveryAttempt.objects.create(
         delivery=delivery,
         number=1,
-        url="https://hooks.example.com/storefront",
+        origin="https://hooks.example.com",
         response_status=500,
         response_body="oops",
     )
