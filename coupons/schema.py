@@ -14,7 +14,7 @@ from config.api.schema import (
     error_responses,
     response_example,
 )
-from coupons.requests import (
+from coupons.bodies import (
     CouponBatchCreateRequest,
     CouponBatchDeleteRequest,
     CouponBatchUpdateRequest,

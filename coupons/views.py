@@ -11,7 +11,7 @@ from rest_framework.viewsets import GenericViewSet
 
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from coupons import requests
+from coupons import bodies
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
 from coupons.schema import (
@@ -95,7 +95,7 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     def search(self, request):
         """The list's queryset, FilterSet (with_trashed, only_trashed as query parameters) and
         paginator, narrowed and ordered by the body."""
-        search = requests.search_body(request.data)
+        search = bodies.search_body(request.data)
         coupons = self.get_queryset()
         listing = DjangoFilterBackend().get_filterset(request, coupons, self)
         if not listing.is_valid():
@@ -109,7 +109,7 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     @action(detail=False, methods=["post"], url_path="batch")
     @idempotent(operation="coupons.batch_create", replayed_statuses=[201, 422])
     def batch_create(self, request):
-        resources = requests.batch_create_resources(request.data)
+        resources = bodies.batch_create_resources(request.data)
         coupons = coupon_batch_create(store=request.store, resources=resources)
         return self.many(coupons, status.HTTP_201_CREATED)
 
@@ -117,16 +117,16 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     @BATCH_UPDATE_SCHEMA
     @idempotent(operation="coupons.batch_update", replayed_statuses=[200, 422])
     def batch_update(self, request):
-        keyed_ids = requests.batch_update_ids(request.data)
+        keyed_ids = bodies.batch_update_ids(request.data)
         coupons = coupons_get_many(store=request.store, keyed_ids=keyed_ids)
-        resources = requests.batch_update_resources(request.data, coupons)
+        resources = bodies.batch_update_resources(request.data, coupons)
         return self.many(coupon_batch_update(store=request.store, resources=resources))
 
     @batch_create.mapping.delete
     @BATCH_DELETE_SCHEMA
     @idempotent(operation="coupons.batch_delete", replayed_statuses=[200, 422])
     def batch_delete(self, request):
-        coupon_ids = requests.batch_delete_ids(request.data)
+        coupon_ids = bodies.batch_delete_ids(request.data)
         return self.many(coupon_batch_delete(store=request.store, coupon_ids=coupon_ids))
 
 
