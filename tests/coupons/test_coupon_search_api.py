@@ -113,3 +113,16 @@ def test_a_read_only_credential_may_search_but_not_write(user, store, client_for
 
     assert searched.status_code == 200
     assert created.status_code == 403
+
+
+def test_the_total_counts_the_matching_rows_on_every_page(store, auth_client):
+    CouponFactory.create_batch(3, store=store, type="PERCENTAGE", discount=10)
+    CouponFactory.create_batch(2, store=store)
+    body = {"filters": [{"field": "type", "operator": "=", "value": "PERCENTAGE"}]}
+
+    for page, rows in ((1, 2), (2, 1), (9, 0)):
+        response = auth_client.post(
+            f"/api/v1/coupons/search?limit=2&page={page}", body, format="json"
+        )
+        assert len(ids(response)) == rows
+        assert (response.json()["meta"]["total"], response.json()["meta"]["last_page"]) == (3, 2)
