@@ -18,6 +18,8 @@ import redis
 from django.conf import settings
 from django.core.cache import DEFAULT_CACHE_ALIAS, caches
 from django.core.cache.backends.redis import RedisCache
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from rest_framework.throttling import BaseThrottle
 
 from config import metrics
@@ -124,7 +126,7 @@ return reply
 # takes no connection from a pool and checks none per call, and Django's client (a new one per
 # get_client() call) is not built per request (docs/benchmarks/layer.md, issue 30). Weak keys:
 # a cache object Django drops (a settings change in tests) takes its connection with it. The
-# connection is made on the first call and again after an error (redis-py reconnects).
+# connection is made on the first call and again after an error.
 _scripts_by_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -135,8 +137,13 @@ def _window_count_script(backend: RedisCache):
         location = config["LOCATION"]
         # Django's RedisCache writes to its first server.
         server = (re.split("[;,]", location) if isinstance(location, str) else location)[0]
+        # A connection the server closed (a restart) is made again at once and the call
+        # retried once, without the default retry's backoff of up to a second.
         client = redis.Redis.from_url(
-            server, single_connection_client=True, **config.get("OPTIONS", {})
+            server,
+            single_connection_client=True,
+            retry=Retry(NoBackoff(), 1),
+            **config.get("OPTIONS", {}),
         )
         script = _scripts_by_cache[backend] = client.register_script(WINDOW_COUNT_LUA)
     return script
