@@ -130,13 +130,15 @@ def coupon_get(*, store: Store, coupon_id: int) -> Coupon:
     return coupon
 
 
-def coupons_get_many(*, store: Store, keyed_ids: dict) -> dict:
+def coupons_get_many(*, store: Store, keyed_ids: dict, lock: bool = False) -> dict:
     """The live coupons of `store` named by `keyed_ids` (key -> id), by key; a 422 names each
-    key whose coupon is another store's, deleted or unknown (a batch names its resources)."""
-    found = {
-        coupon.pk: coupon
-        for coupon in Coupon.objects.live().filter(store=store, pk__in=set(keyed_ids.values()))
-    }
+    key whose coupon is another store's, deleted or unknown (a batch names its resources).
+    `lock`: their rows locked in id order (two batches over the same coupons wait rather than
+    deadlock), inside the caller's transaction."""
+    coupons = Coupon.objects.live().filter(store=store, pk__in=set(keyed_ids.values()))
+    if lock:
+        coupons = coupons.select_for_update(of=("self",)).order_by("pk")
+    found = {coupon.pk: coupon for coupon in coupons}
     missing = {
         f"resources.{key}": ["is not a live coupon of this store"]
         for key, coupon_id in keyed_ids.items()

@@ -18,6 +18,7 @@ from coupons.models import (
     coupon_rule_errors,
     coupon_settle,
 )
+from coupons.selectors import coupons_get_many
 from events.services import record
 from stores.models import Store
 
@@ -171,28 +172,6 @@ def _in_resource(key, error: ValidationFailed) -> ValidationFailed:
     )
 
 
-def _coupons_locked(store: Store, keyed_ids: Mapping[Any, int]) -> dict[Any, Coupon]:
-    """The live coupons of `store` named by `keyed_ids` (key -> id), locked in id order (two
-    batches over the same coupons wait rather than deadlock); a 422 names each missing one."""
-    locked = {
-        coupon.pk: coupon
-        for coupon in Coupon.objects.live()
-        .select_for_update(of=("self",))
-        .filter(store=store, pk__in=set(keyed_ids.values()))
-        .order_by("pk")
-    }
-    missing = {
-        f"resources.{key}": ["is not a live coupon of this store"]
-        for key, coupon_id in keyed_ids.items()
-        if coupon_id not in locked
-    }
-    if missing:
-        raise ValidationFailed(missing)
-    for coupon in locked.values():
-        coupon.store = store
-    return {key: locked[coupon_id] for key, coupon_id in keyed_ids.items()}
-
-
 def coupon_batch_create(*, store: Store, resources: list[Mapping[str, Any]]) -> list[Coupon]:
     """Creates every coupon of `resources` (each passed CouponWriteSerializer), or none."""
     coupons = [_coupon_new(store, values) for values in resources]
@@ -210,7 +189,9 @@ def coupon_batch_update(
 ) -> list[Coupon]:
     """Applies each coupon id's changes, as PATCH would, or none of them."""
     with transaction.atomic(durable=True):
-        coupons = _coupons_locked(store, {coupon_id: coupon_id for coupon_id in resources})
+        coupons = coupons_get_many(
+            store=store, keyed_ids={coupon_id: coupon_id for coupon_id in resources}, lock=True
+        )
         updated = []
         for coupon_id, changes in resources.items():
             try:
@@ -223,7 +204,7 @@ def coupon_batch_update(
 def coupon_batch_delete(*, store: Store, coupon_ids: list[int]) -> list[Coupon]:
     """Soft-deletes each listed live coupon of `store`, or none of them."""
     with transaction.atomic(durable=True):
-        coupons = _coupons_locked(store, dict(enumerate(coupon_ids)))
+        coupons = coupons_get_many(store=store, keyed_ids=dict(enumerate(coupon_ids)), lock=True)
         return [_coupon_soft_delete(coupons[index]) for index in range(len(coupon_ids))]
 
 
