@@ -10,7 +10,12 @@ from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_respo
 from config.admin_filters import NoAddAdminMixin, StoreSlugFilter
 from config.api.errors import ApiError
 from webhooks.addresses import url_origin
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.models import (
+    WebhookChannel,
+    WebhookDelivery,
+    WebhookDeliveryAttempt,
+    WebhookSigningSecret,
+)
 from webhooks.services import (
     delivery_replay,
     destination_enabled_set,
@@ -18,11 +23,12 @@ from webhooks.services import (
 )
 
 
-@admin.register(WebhookDestination)
+@admin.register(WebhookChannel)
 class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.ModelAdmin):
     # Not added here: PUT /api/v2/webhook-destination creates it, validating the URL (SSRF).
     list_display = [
         "store",
+        "name",
         "destination",
         "enabled",
         "disabled_reason",
@@ -36,6 +42,7 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
     search_fields = ["store__slug"]
     readonly_fields = [
         "store",
+        "name",
         "destination",
         "event_types",
         "enabled",
@@ -43,28 +50,30 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
         "failing_since",
         "signing_secret",
         "previous_signing_secret",
-        "previous_secret_expires_at",
         "created_at",
         "updated_at",
     ]
-    # The secrets themselves are never rendered; a masked tail tells two of them apart. Nor is
-    # the URL: its path or query can be a credential (hooks.slack.com/services/...).
-    exclude = ["url", "secret", "previous_secret"]
-    secret_fields = ("url", "secret", "previous_secret")
+    # Not the URL: its path or query can be a credential (hooks.slack.com/services/...). The
+    # signing secret is the store's (WebhookSigningSecret), never rendered here.
+    exclude = ["url"]
+    secret_fields = ("url",)
     actions = ["enable", "disable", "rotate_secret"]
+
+    # The store's secrets are never rendered; a masked tail tells two of them apart.
+    @admin.display(description="signing secret (the store's)")
+    def signing_secret(self, channel: WebhookChannel) -> str:
+        found = WebhookSigningSecret.objects.filter(store_id=channel.store_id).first()
+        return mask_credential(found.secret) if found else "-"
+
+    @admin.display(description="previous signing secret")
+    def previous_signing_secret(self, channel: WebhookChannel) -> str:
+        found = WebhookSigningSecret.objects.filter(store_id=channel.store_id).first()
+        return mask_credential(found.previous_secret) if found and found.previous_secret else "-"
 
     # Not sortable either: the order of the full URLs would reveal their paths too.
     @admin.display(description="destination")
-    def destination(self, destination: WebhookDestination) -> str:
+    def destination(self, destination: WebhookChannel) -> str:
         return url_origin(destination.url)
-
-    @admin.display(description="signing secret")
-    def signing_secret(self, destination: WebhookDestination) -> str:
-        return mask_credential(destination.secret)
-
-    @admin.display(description="previous signing secret")
-    def previous_signing_secret(self, destination: WebhookDestination) -> str:
-        return mask_credential(destination.previous_secret) or "-"
 
     @admin.action(description="Enable the selected destinations", permissions=["change"])
     def enable(self, request, queryset):
@@ -81,15 +90,17 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
     @admin.action(description="Rotate the signing secret", permissions=["change"])
     def rotate_secret(self, request, queryset):
         secrets = []
-        for destination in queryset.select_related("store"):
-            rotated = destination_secret_rotate(store=destination.store)
-            secrets.append((destination.store.slug, rotated.secret))
+        # The secret is the store's: once per store, however many of its channels are selected.
+        stores = {channel.store_id: channel.store for channel in queryset.select_related("store")}
+        for store in stores.values():
+            rotated = destination_secret_rotate(store=store)
+            secrets.append((store.slug, rotated.secret))
         return secret_shown_once_response(
             self,
             request,
             title="New signing secrets",
             secrets=secrets,
-            continue_url=reverse("admin:webhooks_webhookdestination_changelist"),
+            continue_url=reverse("admin:webhooks_webhookchannel_changelist"),
         )
 
 

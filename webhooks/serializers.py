@@ -15,7 +15,8 @@ from webhooks.addresses import (
     url_check,
     url_origin,
 )
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
+from webhooks.selectors import signing_secrets
 
 # Duplicates are accepted (and merged); a longer list is refused.
 MAX_EVENT_TYPES = 50
@@ -143,7 +144,7 @@ class WebhookDestinationSerializer(serializers.ModelSerializer):
     event_types = serializers.ListField(child=serializers.ChoiceField(choices=sorted(EVENT_TYPES)))
 
     class Meta:
-        model = WebhookDestination
+        model = WebhookChannel
         fields = ["url", "event_types", "enabled", "disabled_reason", "created_at", "updated_at"]
 
     def get_disabled_reason(self, destination) -> str | None:
@@ -151,8 +152,14 @@ class WebhookDestinationSerializer(serializers.ModelSerializer):
 
 
 class WebhookDestinationWithSecretSerializer(WebhookDestinationSerializer):
+    # The store-wide signing secret (webhooks.models.WebhookSigningSecret).
+    secret = serializers.SerializerMethodField()
+
     class Meta(WebhookDestinationSerializer.Meta):
         fields = [*WebhookDestinationSerializer.Meta.fields, "secret"]
+
+    def get_secret(self, destination) -> str:
+        return signing_secrets(store_id=destination.store_id)[0]
 
 
 # Renders an events.registry.EventType.

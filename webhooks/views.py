@@ -192,7 +192,8 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     )
     @action(detail=False, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request):
-        destination = destination_secret_rotate(store=request.store)
+        destination_secret_rotate(store=request.store)
+        destination = destination_get(store=request.store)
         serializer = WebhookDestinationWithSecretSerializer
         return _destination_response(serializer, destination, request)
 
