@@ -22,10 +22,10 @@ class Credential:
     current_store_deleted: bool = False
     api_key_id: int | None = None
     access_token_id: int | None = None
-    # API keys on a request without X-STORE: the membership (a stores Membership, its store
-    # attached) the request acts through, read with the key by its resolver (stores.credentials),
-    # None when there is none. Opaque here: accounts reads no store table.
-    default_membership: object = field(default=None, compare=False, repr=False)
+    # What stores.access read for this credential (its memberships by X-STORE slug, the one it
+    # acts through without X-STORE), kept with it while its identity is current
+    # (accounts/identity.py). Opaque here: accounts reads no store table.
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def requires_store_header(self) -> bool:

@@ -5,6 +5,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.abilities import GRANTABLE_ABILITIES
+from accounts.identity import identity_changed
 from accounts.models import ApiKey, User
 from accounts.selectors import API_KEY_PREFIX, api_key_hash
 from config.api.errors import ValidationFailed
@@ -56,4 +57,7 @@ def api_key_create(
 
 
 def api_key_revoke(*, api_key: ApiKey) -> None:
+    """Revokes the key: refused from the next request on, on every process."""
     ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    # update() sends no signal (accounts/identity.py).
+    identity_changed(token_hashes=[api_key.key_hash])

@@ -1,8 +1,10 @@
 """Server time of the shared API layer, in process, for this checkout and a `--compare` one.
 
 The layer every endpoint pays for (key authentication, throttle, store permission) is
-`/bench/ping-auth`; `/bench/ping` is the trivial view it is reported against (issue 14 target 3:
-ping-auth at >= 30% of the trivial view's throughput, i.e. ping time / ping-auth time >= 0.30).
+`/bench/ping-auth`; `/bench/ping` is the trivial view it is reported against (issue 30: ping-auth
+at >= 50% of the trivial view's throughput, i.e. ping time / ping-auth time >= 0.50; issue 14's
+target was 30%). The timed requests follow two untimed ones, so the credential's identity is
+kept and current (accounts/identity.py): the steady state.
 The event poll and the deliveries list show the effect on real endpoints. Run under
 bin/with-test-services (see docs/benchmarks/layer.md):
 
@@ -38,7 +40,7 @@ TIMING += CPU_PER_REQUEST
 TIMING += """
 for label, url, headers in URLS:
     get = lambda: client.get(url, headers=headers)
-    assert get().status_code == 200, url
+    assert get().status_code == 200 and get().status_code == 200, url
     if CPU:
         print(label, min(cpu_per_request(get, 100) for _ in range(REPEAT)))
     else:

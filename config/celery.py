@@ -2,6 +2,7 @@ import os
 
 from celery import Celery
 from celery.signals import setup_logging, task_postrun, task_prerun, worker_init
+from django.db import InterfaceError, OperationalError
 
 # Secure by default, as manage.py and config.wsgi: `make run` chooses the dev settings.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
@@ -9,6 +10,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 app = Celery("storefront")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+# A task whose database connection was ended under it (a restart, a failover, a terminated
+# session) runs again on a new one, not failed: the postrun handler below drops the broken
+# connection (docs/decisions/hardening.md "13."). Declared by the tasks that use the database.
+DATABASE_RETRY = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "max_retries": 5,
+    "retry_backoff": 1,  # 1, 2, 4, 8, 16 s (jittered): a restart takes a second or two
+    "retry_backoff_max": 30,
+}
 
 
 @task_prerun.connect
@@ -19,6 +31,15 @@ def _close_old_db_connections(**kwargs):
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@task_prerun.connect
+def _close_db_connections_the_server_ended(**kwargs):
+    """As at a request's start: an idle connection the server ended (a restart) is dropped
+    before the task uses it, without a round trip (config/db.py)."""
+    from config.db import close_connections_the_server_ended
+
+    close_connections_the_server_ended()
 
 
 @setup_logging.connect

@@ -24,16 +24,38 @@ type") is prepared again and run once more; inside a transaction the error stand
 transaction is already aborted. PgBouncer in transaction mode can send each statement to
 another server session: behind it set DATABASE_PREPARED_STATEMENTS=false, and the same SQL is
 sent as is.
+
+A persistent connection that the server ended while it sat idle (a restart, a failover,
+pg_terminate_backend) used to fail the next request or task that used it. The server says so
+on the socket: it sends its termination message and closes, so an idle session that has
+something to read is one the server ended. Each request and each task starts by looking, one
+poll() system call per open connection and no round trip (Django's CONN_HEALTH_CHECKS would
+send a SELECT 1 per request instead), and drops such a connection before anything uses it.
+A query the server ends while it runs cannot be saved that way: a safe request (GET, HEAD,
+OPTIONS) is then answered a second time on a new connection (ReadFailoverMiddleware), and a
+task is retried (config/celery.py DATABASE_RETRY). docs/decisions/hardening.md "13.".
 """
 
 import contextlib
 import contextvars
+import logging
 import re
+import select
 import time
 import weakref
 
 from django.conf import settings
-from django.db import NotSupportedError, ProgrammingError
+from django.core.signals import request_started
+from django.db import (
+    InterfaceError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+    connection,
+    connections,
+)
+
+logger = logging.getLogger(__name__)
 
 _PLACEHOLDER = re.compile(r"%(?:\((\w+)\))?s")
 _prepared_by_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -117,3 +139,81 @@ class PreparedStatement:
             cursor.execute(self._prepare_sql)
             prepared.add(self.name)
             cursor.execute(self._execute_sql, params)
+
+
+# --- connections the server ended ---------------------------------------------------------
+
+
+def _has_input(session) -> bool:
+    poller = select.poll()
+    poller.register(session.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def ended_by_server(session) -> bool:
+    """Whether the server ended `session`, an idle psycopg connection, without a round trip.
+
+    An idle session is sent nothing unasked (we use no LISTEN; TLS records of the handshake
+    were read with the first answers), so nothing to read is the answer of the usual case, and
+    something to read is the server's termination message (57P01 "terminating connection due
+    to administrator command", an idle-session timeout), its end of file following. Reading
+    what came does not tell more: libpq takes the message in as a notice and reports the
+    session alive until the end of file arrives, microseconds later."""
+    return session.closed or _has_input(session)
+
+
+def close_connections_the_server_ended(**kwargs) -> None:
+    """Closes each open, idle connection of this thread whose server ended it: the request or
+    task about to start opens a new one (waiting for a restarting server, connect_waiting)."""
+    for wrapper in connections.all(initialized_only=True):
+        session = wrapper.connection
+        if session is None or wrapper.in_atomic_block or not ended_by_server(session):
+            continue
+        logger.warning(
+            "database connection %s ended by the server; opening a new one", wrapper.alias
+        )
+        wrapper.close()
+
+
+# With Django's own close_old_connections, on every request's start (tasks: config/celery.py).
+request_started.connect(close_connections_the_server_ended, dispatch_uid="config.db.ended")
+
+
+class ReadFailoverMiddleware:
+    """A safe request (RFC 9110 9.2.1: GET, HEAD, OPTIONS) whose database connection the
+    server ended while a query ran is answered a second time, once, on a new connection; the
+    first answer (a 500) is dropped. A read has no effect to repeat; any other method keeps
+    its 500 (its effects are unknown: the client retries it with its Idempotency-Key). Last in
+    MIDDLEWARE, so only the view and its process_view/process_exception hooks run again."""
+
+    SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method not in self.SAFE_METHODS:
+            return self.get_response(request)
+        lost = []
+
+        def watch(execute, sql, params, many, context):
+            try:
+                return execute(sql, params, many, context)
+            except (OperationalError, InterfaceError):
+                session = context["connection"].connection
+                if session is None or session.closed:
+                    lost.append(sql)
+                raise
+
+        with connection.execute_wrapper(watch):
+            response = self.get_response(request)
+        if not lost or connection.in_atomic_block:
+            return response
+        logger.warning(
+            "database connection lost during %s %s (answered %s); answering again on a new one",
+            request.method,
+            request.path,
+            response.status_code,
+        )
+        connection.close()
+        return self.get_response(request)

@@ -25,6 +25,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from config.beat import beat_heartbeat_last
 from config.db import connecting_without_waiting
+from config.replica import ReplicaUnavailable, replica_configured, replica_state
 from config.worker_heartbeat import worker_heartbeat_last
 
 logger = logging.getLogger(__name__)
@@ -134,11 +135,36 @@ def worker_check(queue: str):
     return check
 
 
+_replica_down = threading.Event()
+
+
+def replica_check() -> dict:
+    """The read replica's state, shown and never failing: reads go to the primary while it is
+    down or too far behind (config/replica.py), so the web is still ready."""
+    try:
+        state = replica_state()
+    except ReplicaUnavailable as error:
+        # Logged when it stops answering, as a failing check is (_log_state_change).
+        if not _replica_down.is_set():
+            logger.warning("health: replica unavailable: %s", error)
+        _replica_down.set()
+        return {"status": OK, "replica": "unavailable", "lag_seconds": None}
+    _replica_down.clear()
+    return {
+        "status": OK,
+        "replica": "streaming" if state.usable else "behind",
+        "lag_seconds": None if state.lag_seconds is None else round(state.lag_seconds, 1),
+        "max_lag_seconds": settings.DATABASE_REPLICA_MAX_LAG_SECONDS,
+    }
+
+
 READINESS_CHECKS = {
     "database": _using_database(database_check),
     "cache": cache_check,
     "broker": broker_check,
 }
+if replica_configured():
+    READINESS_CHECKS["replica"] = _using_database(replica_check)
 STATUS_CHECKS = {
     **READINESS_CHECKS,
     "beat": beat_check,

@@ -8,7 +8,7 @@ or above it, so nothing can ever appear behind a position a poller has already p
 docs/decisions/events.md.
 """
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 TRANSACTION_HORIZON = "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
 
@@ -27,13 +27,14 @@ class TransactionHorizon(models.Func):
     output_field = models.BigIntegerField()
 
 
-def transaction_horizon_now() -> int:
-    """The horizon as a value, read in its own statement.
+def transaction_horizon_now(using: str = DEFAULT_DB_ALIAS) -> int:
+    """The horizon of the server `using` reads from (a replica's is its replayed state: docs/
+    decisions/events.md "Reads from a replica"), as a value, read in its own statement.
 
     Read it BEFORE the page query: every transaction below it had already finished, so its
     rows are visible to the page's (later) snapshot. A value read after the page could cover
     transactions that committed after the page's snapshot, whose rows the page never saw.
     """
-    with connection.cursor() as cursor:
+    with connections[using].cursor() as cursor:
         cursor.execute(f"SELECT {TRANSACTION_HORIZON}")
         return cursor.fetchone()[0]

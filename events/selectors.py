@@ -1,9 +1,11 @@
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import QuerySet
 
 from config.api.errors import CursorExpired
+from config.replica import ReplicaState, read_preferring_replica
 from events.cursors import JournalCursor, JournalPosition
 from events.models import Event, EventPruneMark
 from events.positions import TransactionHorizon, transaction_horizon_now
@@ -25,11 +27,45 @@ def journal_page(
     Only events below the transaction horizon are served, so a later page can never hold an
     event that sorts before this one (events/positions.py). Raises CursorExpired (410) when
     retention deleted, after the cursor was issued, events the cursor had not reached.
+
+    Read from the replica when one is usable and has replayed up to the cursor's position,
+    else from the primary (docs/decisions/events.md "Reads from a replica").
     """
+    position = cursor.position if cursor else None
+    return read_preferring_replica(
+        lambda using: _journal_page(
+            events=events.using(using),
+            using=using,
+            store=store,
+            cursor=cursor,
+            limit=limit,
+            fallback_url=fallback_url,
+        ),
+        serves=lambda replica: _replica_reached(replica, position),
+    )
+
+
+def _replica_reached(replica: ReplicaState, position: JournalPosition | None) -> bool:
+    """Whether the replica has replayed all the cursor has seen. One that has not would answer
+    an empty page (it serves below its own horizon only, so never a wrong one) while the
+    primary may have events for it: the primary answers instead."""
+    return position is None or JournalPosition(txid=replica.horizon, event_id="") >= position
+
+
+def _journal_page(
+    *,
+    events: QuerySet[Event],
+    using: str,
+    store,
+    cursor: JournalCursor | None,
+    limit: int,
+    fallback_url,
+) -> JournalPage:
+    """journal_page on the server `using`; its own horizon bounds what it serves."""
     # Read before the page: every deletion it covers is already invisible to the page.
-    mark_before = prune_mark_of(store)
+    mark_before = prune_mark_of(store, using=using)
     # Read before the page too (see transaction_horizon_now): all below it is final by then.
-    horizon = transaction_horizon_now()
+    horizon = transaction_horizon_now(using)
     position = cursor.position if cursor else None
     if position is not None:
         events = events.filter(txid__gte=position.txid)
@@ -40,7 +76,7 @@ def journal_page(
     rows = list(events.order_by("txid", "id")[: limit + 1])
     if cursor is not None:
         # Read after the page: a prune that committed meanwhile is seen here at the latest.
-        _refuse_if_pruned_past(store=store, cursor=cursor, fallback_url=fallback_url)
+        _refuse_if_pruned_past(store=store, cursor=cursor, fallback_url=fallback_url, using=using)
     page = rows[:limit]
     next_position = _next_position(position, page, rows, limit=limit, horizon=horizon)
     return JournalPage(
@@ -82,15 +118,22 @@ def _next_position(
     return max(candidates, default=None)
 
 
-def prune_mark_of(store) -> JournalPosition | None:
-    mark = EventPruneMark.objects.filter(store=store).values_list("txid", "event_id").first()
+def prune_mark_of(store, *, using: str = DEFAULT_DB_ALIAS) -> JournalPosition | None:
+    mark = (
+        EventPruneMark.objects.using(using)
+        .filter(store=store)
+        .values_list("txid", "event_id")
+        .first()
+    )
     return JournalPosition(*mark) if mark else None
 
 
-def _refuse_if_pruned_past(*, store, cursor: JournalCursor, fallback_url: str) -> None:
+def _refuse_if_pruned_past(*, store, cursor: JournalCursor, fallback_url: str, using: str) -> None:
     """410 when retention deleted an event after the cursor's position since it was issued."""
-    mark_now = prune_mark_of(store)
-    if mark_now is None or mark_now == cursor.prune_mark:
+    mark_now = prune_mark_of(store, using=using)
+    # Not moved since the cursor was issued. Marks only move forward, so on the primary this
+    # is equality; a replica that has not replayed the prune the cursor saw has an older one.
+    if mark_now is None or (cursor.prune_mark is not None and mark_now <= cursor.prune_mark):
         return
     if cursor.position is not None and mark_now <= cursor.position:
         return

@@ -1,4 +1,4 @@
-"""Reads of the oauth area: the CLI application, installations, and the bearer resolver."""
+"""Reads of the oauth area: the CLI application, installations, and access tokens' identities."""
 
 import hashlib
 
@@ -12,7 +12,7 @@ from oauth2_provider.models import (
 )
 
 from accounts.credentials import CREDENTIAL_OAUTH, Credential
-from accounts.models import User
+from accounts.identity import Identity
 from oauth_cli.models import Installation, TokenFamily
 
 
@@ -60,25 +60,24 @@ def live_token_owner(*, token: str, application_id: int) -> int | None:
     )
 
 
-def credential_for_access_token(token: str, request) -> tuple[User, Credential] | None:
-    """Bearer resolver for OAuth access tokens (BEARER_CREDENTIAL_RESOLVERS); the request is not
-    read: an OAuth credential acts on a store only when X-STORE names it.
+def access_token_identity(token_hash: str) -> Identity | None:
+    """The identity of an OAuth access token (oauth_cli/authentication.py), by the token's
+    checksum; an OAuth credential acts on a store only when X-STORE names it.
 
     Only a live, unexpired token of the CLI with scope `admin`, whose installation still
-    exists, of an active user. Store membership is re-checked per request by stores.access.
+    exists, of an active user. Store membership is checked by stores.access.
     """
-    if not token or len(token) > 255:
-        return None
-    # The installation is read by the same query (a subquery): a CLI request makes one round
-    # trip and one ORM compilation for its credential, not two.
+    # The installation is read by the same query (a subquery): one round trip and one ORM
+    # compilation for the credential, not two.
     installation = Installation.objects.filter(
         user_id=OuterRef("user_id"), application_id=OuterRef("application_id")
     )
     access_token = (
         get_access_token_model()
         .objects.select_related("user", "application")
+        .defer("user__password")
         .annotate(cli_installation_id=Subquery(installation.values("pk")[:1]))
-        .filter(token_checksum=token_checksum(token), expires__gt=timezone.now())
+        .filter(token_checksum=token_hash, expires__gt=timezone.now())
         .first()
     )
     if (
@@ -99,4 +98,9 @@ def credential_for_access_token(token: str, request) -> tuple[User, Credential] 
         rate_limit_key=f"oauth_installation:{access_token.cli_installation_id}",
         access_token_id=access_token.pk,
     )
-    return access_token.user, credential
+    return Identity(
+        user=access_token.user,
+        credential=credential,
+        token_hash=token_hash,
+        expires_at=access_token.expires,
+    )

@@ -18,7 +18,7 @@ from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
 from config.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
-from stores.selectors import membership_for_slug
+from stores.selectors import membership_default, membership_for_slug
 
 STORE_HEADER = "X-STORE"
 STORE_SLUG_MAX_LENGTH = Store._meta.get_field("slug").max_length
@@ -32,10 +32,35 @@ class StoreContext:
 
 
 def named_store_slug(request) -> str | None:
-    """The store the request names by X-STORE; None without the header (or with it empty).
-    The API key resolver (stores.credentials) asks too: it reads the membership a request acts
-    through only when the request names no store."""
+    """The store the request names by X-STORE; None without the header (or with it empty)."""
     return request.headers.get(STORE_HEADER) or None
+
+
+# Slugs a credential's memo keeps memberships for; emptied past this many (a client naming
+# ever new slugs must not grow a process's memory).
+MEMO_MAX_SLUGS = 100
+_NOT_READ = object()
+_DEFAULT = ("default",)  # beside ("slug", <X-STORE>) keys: no header value can equal it
+
+
+def _memoized(credential: Credential, key: tuple, read) -> StoreContext | None:
+    """The context of the membership `read()` returns (None without one), kept in the
+    credential's memo: a kept credential's identity is current (accounts/identity.py) so its
+    memberships are too, and a change to either advances its epochs, which gives the next
+    request a new credential and an empty memo."""
+    memo = credential.memo
+    # get(), not `in` then [], as another thread of the process may empty the memo between.
+    context = memo.get(key, _NOT_READ)
+    if context is _NOT_READ:
+        if len(memo) > MEMO_MAX_SLUGS:
+            memo.clear()
+        membership = read()
+        context = memo[key] = membership and StoreContext(
+            store=membership.store,
+            membership=membership,
+            effective_abilities=effective_abilities(credential.abilities, membership.role),
+        )
+    return context
 
 
 def resolve_store_context(request) -> StoreContext:
@@ -47,9 +72,14 @@ def resolve_store_context(request) -> StoreContext:
     slug = named_store_slug(request)
     if slug is not None:
         # Length first (config/api/fields.py): no lookup reads a value no slug can have.
-        too_long = len(slug) > STORE_SLUG_MAX_LENGTH
-        membership = None if too_long else membership_for_slug(credential=credential, slug=slug)
-        if membership is None:
+        context = None
+        if len(slug) <= STORE_SLUG_MAX_LENGTH:
+            context = _memoized(
+                credential,
+                ("slug", slug),
+                lambda: membership_for_slug(credential=credential, slug=slug),
+            )
+        if context is None:
             # Unknown and inaccessible slugs answer alike, so slugs cannot be probed.
             raise Forbidden(
                 "The store named by X-STORE does not exist or is not accessible.",
@@ -58,9 +88,9 @@ def resolve_store_context(request) -> StoreContext:
     elif credential.requires_store_header:
         raise BadRequest("X-STORE is required with this credential.", param=STORE_HEADER)
     elif credential.current_store_id is not None:
-        # Read with the key (stores.credentials): the current store's, never another.
-        membership = credential.default_membership
-        if membership is None:
+        # The current store's, never another.
+        context = _memoized(credential, _DEFAULT, lambda: membership_default(credential=credential))
+        if context is None:
             # Spec "Authentication" rule 2: the first store is the fallback only when no current
             # store is selected; an integration pinned to one store must never act on another.
             raise Forbidden(
@@ -76,14 +106,9 @@ def resolve_store_context(request) -> StoreContext:
             param=STORE_HEADER,
         )
     else:
-        membership = credential.default_membership  # the first accessible store's
-        if membership is None:
+        context = _memoized(credential, _DEFAULT, lambda: membership_default(credential=credential))
+        if context is None:
             raise Forbidden("This credential has no accessible store.", param=STORE_HEADER)
-    context = StoreContext(
-        store=membership.store,
-        membership=membership,
-        effective_abilities=effective_abilities(credential.abilities, membership.role),
-    )
     request._store_context = context
     return context
 

@@ -2,7 +2,8 @@
 ports: a Redis that tests stop and start again, Debian's PgBouncer in transaction mode
 (bin/install-test-deps installs it), the set-up docs/scaling.md gives for many processes (the
 send-slot tests, the database fault run), gunicorn under the production settings (the fault
-runs, static files, large bodies) and a Sentry ingest that records what a client reports."""
+runs, static files, large bodies), a Sentry ingest that records what a client reports, and a
+streaming replica of the suite's PostgreSQL (the journal's replica reads)."""
 
 import gzip
 import json
@@ -19,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 import requests
 
@@ -325,3 +327,68 @@ class SentryIngest:
                 if "exception" in item:
                     events.append(item)
         return events
+
+
+class StreamingReplica:
+    """A hot standby of the PostgreSQL server on `primary_port` (127.0.0.1, trust auth, as the
+    suite's servers are: initdb's pg_hba allows local replication), made with `pg_basebackup -R`
+    and started through the one launcher on a port of its own; a context manager that stops it
+    and deletes its data. It streams the whole cluster, the suite's test databases included.
+    `pause()`/`resume()` stop and restart replay: WAL keeps arriving, the replica falls behind."""
+
+    def __init__(self, primary_port: int):
+        self.primary_port = primary_port
+        # Under the services' directory (the `postgres` user reaches it), not pytest's private tmp.
+        self.dir = Path(tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR")))
+        self.dir.chmod(0o755)
+        self.server: PostgresServer | None = None
+
+    def __enter__(self) -> "StreamingReplica":
+        data = self.dir / "data"
+        data.mkdir(mode=0o700)
+        if os.getuid() == 0:
+            shutil.chown(data, "postgres", "postgres")
+        primary = ("-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres")
+        backup = [debian_bin() / "pg_basebackup", *primary, "-D", str(data), "-R", "-X", "stream"]
+        subprocess.run([*as_postgres_user(), *backup, "-c", "fast"], check=True, timeout=120)
+        # A hot standby refuses to start with fewer connections than its primary allows.
+        connections = _query(self.primary_port, "SHOW max_connections")
+        self.server = PostgresServer(
+            data, debian_bin(), port=free_port(), fsync="off", max_connections=connections
+        )
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.server is not None:
+            self.server.stop("immediate")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def execute(self, sql: str) -> str:
+        return _query(self.port, sql)
+
+    def pause(self) -> None:
+        self.execute("SELECT pg_wal_replay_pause()")
+        paused = "SELECT pg_get_wal_replay_pause_state() = 'paused'"
+        wait_for(lambda: self.execute(paused) == "True", timeout=30, what="replay paused")
+
+    def resume(self) -> None:
+        self.execute("SELECT pg_wal_replay_resume()")
+
+    def catch_up(self) -> None:
+        """Returns once the replica has replayed everything the primary has written so far
+        (inserted: the suite commits asynchronously, and the WAL writer sends it soon after)."""
+        target = _query(self.primary_port, "SELECT pg_current_wal_insert_lsn()")
+        replayed = f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"
+        wait_for(lambda: self.execute(replayed) == "True", timeout=30, what=f"replay to {target}")
+
+
+def _query(port: int, sql: str) -> str:
+    """The first value `sql` answers on the server at 127.0.0.1:`port`, as text."""
+    dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        return str(connection.execute(sql).fetchone()[0])

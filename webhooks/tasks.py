@@ -5,6 +5,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from config.celery import DATABASE_RETRY
 from webhooks.attempts import delivery_send, destination_drain
 from webhooks.queueing import (
     DELIVERIES_SWEEP_TASK,
@@ -19,19 +20,24 @@ logger = logging.getLogger(__name__)
 # An attempt stops itself at WEBHOOKS_TIMEOUT_SECONDS (webhooks/sender.py); the hard limit is
 # the backstop for what that cannot cut (a TLS handshake trickled byte by byte), and ends the
 # task a margin before its leases do (webhooks.E001). Prefork pool only (config/celery.py).
-@shared_task(name=DELIVERY_SEND_TASK, time_limit=settings.WEBHOOKS_TIME_LIMIT_SECONDS)
+# A database connection ended under a task (a restart): retried, not failed (DATABASE_RETRY).
+@shared_task(
+    name=DELIVERY_SEND_TASK, time_limit=settings.WEBHOOKS_TIME_LIMIT_SECONDS, **DATABASE_RETRY
+)
 def delivery_send_task(delivery_id: str):
     """One attempt of a delivery; a no-op when it is not due, final, or leased elsewhere."""
     return delivery_send(delivery_id=delivery_id)
 
 
-@shared_task(name=DESTINATION_DRAIN_TASK, time_limit=settings.WEBHOOKS_TIME_LIMIT_SECONDS)
+@shared_task(
+    name=DESTINATION_DRAIN_TASK, time_limit=settings.WEBHOOKS_TIME_LIMIT_SECONDS, **DATABASE_RETRY
+)
 def destination_drain_task(destination_id: int):
     """Sends a destination's due deliveries, oldest first (new deliveries come this way)."""
     return destination_drain(destination_id=destination_id)
 
 
-@shared_task(name=DELIVERIES_SWEEP_TASK)
+@shared_task(name=DELIVERIES_SWEEP_TASK, **DATABASE_RETRY)
 def deliveries_sweep_task():
     queued = deliveries_sweep()
     if queued:

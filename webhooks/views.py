@@ -4,6 +4,7 @@ ViewSets registered in webhooks/urls.py; request bodies are validated by webhook
 query parameters by webhooks.filters, and the OpenAPI schema is derived from both.
 """
 
+from django.db import DEFAULT_DB_ALIAS
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -16,9 +17,11 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from config.api.errors import NotFound
 from config.api.idempotency import Withheld, idempotent
 from config.api.pagination import LaravelPagination
 from config.api.schema import data_envelope, error_responses, response_example
+from config.replica import read_preferring_replica
 from stores.access import StorePermission, resolve_store_context
 from webhooks.addresses import url_origin
 from webhooks.filters import WebhookDeliveryFilter
@@ -237,6 +240,12 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
     def get_queryset(self):
         return super().get_queryset().filter(store=self.request.store)
 
+    def list(self, request, *args, **kwargs):
+        # The history reads from the replica when one is usable (config/replica.py).
+        return read_preferring_replica(
+            lambda using: mixins.ListModelMixin.list(self, request, *args, **kwargs)
+        )
+
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",
         summary="A webhook delivery, with its attempts",
@@ -250,8 +259,16 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         examples=[response_example("Delivery", {"data": WEBHOOK_DELIVERY_EXAMPLE})],
     )
     def retrieve(self, request, delivery: str):
-        found = delivery_get(store=request.store, delivery_id=delivery)
-        return Response({"data": self.get_serializer(found).data})
+        def read(using):
+            found = delivery_get(store=request.store, delivery_id=delivery)
+            return self.get_serializer(found).data
+
+        try:
+            data = read_preferring_replica(read)  # config/replica.py
+        except NotFound:
+            # Maybe not replayed yet (a delivery just made, or replayed): the primary decides.
+            data = read(DEFAULT_DB_ALIAS)
+        return Response({"data": data})
 
     @extend_schema(
         operation_id="webhook_deliveries_replay",

@@ -2,14 +2,17 @@
 
 Fails open: when Redis cannot be reached the request is served and the outage logged,
 because an unavailable limiter must not take the API down with it.
+
+The same round trip reads the epochs that tell whether a credential's identity kept by this
+process is still current (accounts/identity.py, docs/decisions/identity.md).
 """
 
 import logging
+import secrets
 import time
 import weakref
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.core.cache import cache
 from django.core.cache.backends.redis import RedisCacheClient
 from rest_framework.throttling import BaseThrottle
@@ -27,6 +30,9 @@ class RateLimitState:
     limit: int
     remaining: int
     reset_seconds: int
+    # The values of the epoch keys asked for with the count (rate_limit_consume); None when
+    # none were asked for or the cache cannot keep them (the file cache of `make run`).
+    epochs: tuple[str, ...] | None = None
 
     @property
     def exceeded(self) -> bool:
@@ -39,8 +45,18 @@ OUTAGE_PAUSE_SECONDS = 5.0
 _cache_unavailable_until = 0.0
 
 
-def rate_limit_consume(bucket: str, limit: int) -> RateLimitState | None:
-    """Counts one request against `bucket`; None when the cache is unavailable (fail open)."""
+# An epoch key lives this long after it was made; then the next request makes a new one, and
+# each process reads the identity again once. It bounds how long a change whose epoch could not
+# be advanced (Redis unreachable from the process that made it) may go unseen.
+EPOCH_SECONDS = 3600
+
+
+def rate_limit_consume(
+    bucket: str, limit: int, *, epoch_keys: tuple[str, ...] = ()
+) -> RateLimitState | None:
+    """Counts one request against `bucket` and reads the values of `epoch_keys` (each made with
+    a new random value when missing) in the same round trip; None when the cache is
+    unavailable (fail open)."""
     global _cache_unavailable_until
     now = time.time()
     if now < _cache_unavailable_until:
@@ -49,7 +65,7 @@ def rate_limit_consume(bucket: str, limit: int) -> RateLimitState | None:
     reset_seconds = WINDOW_SECONDS - int(now % WINDOW_SECONDS)
     key = f"ratelimit:{bucket}:{window}"
     try:
-        count = _window_count(key)
+        count, epochs = _window_count(key, epoch_keys)
     except Exception:
         _cache_unavailable_until = time.time() + OUTAGE_PAUSE_SECONDS
         logger.warning(
@@ -60,27 +76,41 @@ def rate_limit_consume(bucket: str, limit: int) -> RateLimitState | None:
         return None
     if count > limit:
         metrics.rate_limit_refused(bucket)
-    return RateLimitState(limit=limit, remaining=limit - count, reset_seconds=reset_seconds)
+    return RateLimitState(limit, limit - count, reset_seconds, epochs)
 
 
-def _window_count(key: str) -> int:
-    """Counts one request in `key` and returns the window's count so far."""
+def _window_count(key: str, epoch_keys: tuple[str, ...]) -> tuple[int, tuple[str, ...] | None]:
+    """Counts one request in `key`: the window's count so far, and the epochs' values."""
     ttl = WINDOW_SECONDS + 5
     if isinstance(getattr(cache, "_cache", None), RedisCacheClient):
         # One round trip and one reply on the hot path (Django's add + incr take three: SET NX,
         # EXISTS, INCR; a pipelined INCR + EXPIRE cost 0.1 ms more of redis-py per request).
-        full_key = cache.make_and_validate_key(key)
-        return _window_count_script(cache._cache)(keys=[full_key], args=[ttl])
-    # Other caches (the file cache of `make run`).
-    return 1 if cache.add(key, 1, timeout=ttl) else cache.incr(key)
+        # Epoch keys are ours (hex digests and ids): made, not validated, on the hot path.
+        keys = [cache.make_and_validate_key(key), *map(cache.make_key, epoch_keys)]
+        # A fresh epoch is random, not 1: a Redis that lost its keys (a restart) must not give
+        # back a value a process still holds from before.
+        args = [ttl, secrets.token_hex(8), EPOCH_SECONDS] if epoch_keys else [ttl]
+        count, *epochs = _window_count_script(cache._cache)(keys=keys, args=args)
+        return count, tuple(e.decode() for e in epochs) if epoch_keys else None
+    # Other caches (the file cache of `make run`): no epochs, so identities are read each time.
+    return (1 if cache.add(key, 1, timeout=ttl) else cache.incr(key)), None
 
 
 # INCR and EXPIRE in one server-side step (EVALSHA; redis-py loads the script when the server
-# does not know it yet, e.g. after a restart).
+# does not know it yet, e.g. after a restart), then each epoch key's value, made when missing.
 WINDOW_COUNT_LUA = """
 local count = redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-return count
+local reply = {count}
+for i = 2, #KEYS do
+  local epoch = redis.call('GET', KEYS[i])
+  if not epoch then
+    epoch = ARGV[2] .. i
+    redis.call('SET', KEYS[i], epoch, 'EX', ARGV[3])
+  end
+  reply[i] = epoch
+end
+return reply
 """
 
 # One registered script (bound to one redis.Redis) per connection pool, made once: Django's
@@ -119,15 +149,17 @@ def address_rate_limited(request, bucket: str, limit: int):
 
 
 class CredentialRateThrottle(BaseThrottle):
-    """Per-credential budget (API_RATE_LIMIT_PER_MINUTE), shared by every API endpoint."""
+    """Per-credential budget (API_RATE_LIMIT_PER_MINUTE), shared by every API endpoint.
+
+    The bearer authentication already counted the request, in the round trip that checks its
+    identity is current (accounts/authentication.py), and left the state on the request
+    (`credential_rate_state`, None while the limiter is unavailable); this only decides.
+    """
 
     def allow_request(self, request, view):
-        credential = request.auth
-        if credential is None:
+        if request.auth is None:
             return True
-        self.state = rate_limit_consume(
-            f"cred:{credential.rate_limit_key}", settings.API_RATE_LIMIT_PER_MINUTE
-        )
+        self.state = request._request.credential_rate_state
         if self.state is None:
             return True
         request._request.rate_limit_state = RateLimitState(

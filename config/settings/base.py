@@ -77,6 +77,8 @@ MIDDLEWARE = [
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # Innermost: a read whose database connection the server ended runs again (config/db.py).
+    "config.db.ReadFailoverMiddleware",
 ]
 
 # Django's four: passwords set through its forms (admin, createsuperuser, changepassword) are
@@ -132,6 +134,27 @@ DATABASES["default"]["OPTIONS"] = {
 # django-prometheus' backend (query, error and connection counts for /metrics) that waits for a
 # restarting server (config/postgresql).
 DATABASES["default"]["ENGINE"] = "config.postgresql"
+# An optional streaming replica for the event journal's and the delivery history's reads
+# (config/replica.py, docs/decisions/events.md "Reads from a replica"); unset: all on the
+# primary. Its connection gives up after 2 s (libpq's connect_timeout; a URL's own wins), and
+# reads go to the primary while it is further behind than DATABASE_REPLICA_MAX_LAG_SECONDS.
+DATABASE_REPLICA_MAX_LAG_SECONDS = env.seconds("DATABASE_REPLICA_MAX_LAG_SECONDS", 5)
+# A replica that did not answer is not asked again for this long (per process).
+DATABASE_REPLICA_RETRY_SECONDS = env.seconds("DATABASE_REPLICA_RETRY_SECONDS", 5)
+if env.str("DATABASE_REPLICA_URL", default=""):
+    _replica = env.database("DATABASE_REPLICA_URL", conn_max_age=DATABASE_CONN_MAX_AGE)
+    DATABASES["replica"] = {
+        **_replica,
+        "ENGINE": DATABASES["default"]["ENGINE"],
+        "OPTIONS": {
+            **DATABASES["default"]["OPTIONS"],
+            "connect_timeout": 2,
+            **_replica.get("OPTIONS", {}),
+        },
+        # Tests read the test database there (pytest-django creates none for it).
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["config.replica.ReplicaRouter"]
 # How long opening a connection keeps trying while PostgreSQL refuses it (a restart, a
 # failover): requests wait that long for the server instead of failing at once (config/db.py).
 DATABASE_CONNECT_RETRY_SECONDS = env.seconds("DATABASE_CONNECT_RETRY_SECONDS", 5)
@@ -165,7 +188,12 @@ else:
 TIME_ZONE = "UTC"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerCredentialAuthentication"],
+    # Bearer tokens (RFC 6750): API keys, then OAuth access tokens, the last one answering for
+    # every token the others do not recognise (accounts/authentication.py).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.ApiKeyAuthentication",
+        "oauth_cli.authentication.OAuthAccessTokenAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_THROTTLE_CLASSES": ["config.api.ratelimit.CredentialRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -220,13 +248,6 @@ API_RATE_LIMIT_PER_MINUTE = env.count("API_RATE_LIMIT_PER_MINUTE", default=120, 
 STORE_CREATION_INTERVAL_SECONDS = 60
 IDEMPOTENCY_KEY_TTL = timedelta(hours=24)
 
-# Resolvers tried in order for `Authorization: Bearer <token>`: each is called with the token and
-# the request, and returns (user, Credential) or None (accounts/authentication.py).
-BEARER_CREDENTIAL_RESOLVERS = [
-    "stores.credentials.credential_for_api_key",
-    "oauth_cli.selectors.credential_for_access_token",
-]
-
 CLI_CLIENT_ID = env.str("CLI_CLIENT_ID", default="9b2c5f3e-4d1a-4c8e-9f6b-2a7d3e1c5b80")
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = env.bool("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", default=False)
 # `make run`'s relaxations a process reports (production.py lists those turned on): a WARNING
@@ -238,6 +259,9 @@ DEVELOPMENT_OPT_INS: list[str] = []
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
+    if REDIS_URL.startswith("redis://"):
+        # kombu's Redis transport, kept by a worker through a Redis restart (config/broker.py).
+        CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 else:
     _broker_dir = VAR_DIR / "broker"
     # The host means nothing to this transport; without one kombu logs a warning per process.

@@ -7,14 +7,15 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
-from django.test import Client, RequestFactory
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.authentication import ApiKeyAuthentication
 from accounts.models import ApiKey
+from accounts.selectors import api_key_hash
 from accounts.services import api_key_create
 from config.api.errors import ValidationFailed
-from stores.credentials import credential_for_api_key
 from stores.models import Store
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 
@@ -77,10 +78,10 @@ def test_the_credential_lookup_stays_one_query(user, store):
     )
     # when
     with CaptureQueriesContext(connection) as queries:
-        _, credential = credential_for_api_key(secret, RequestFactory().get("/"))
+        identity = ApiKeyAuthentication().identity_read(api_key_hash(secret))
     # then
     assert len(queries) == 1
-    assert credential.current_store_deleted is True
+    assert identity.credential.current_store_deleted is True
 
 
 @pytest.mark.parametrize(

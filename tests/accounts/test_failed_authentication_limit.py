@@ -1,6 +1,7 @@
 """Failed bearer authentications are limited per client address (IPv6: per /64), issue 23
 point 4: after API_AUTH_FAILURES_PER_MINUTE bogus credentials an address gets 429, and further
-requests from it are refused before any credential lookup."""
+bogus credentials from it are refused before any credential lookup. Issue 29 point 2: only
+failures are refused; a credential that authenticates is served from that address."""
 
 from types import SimpleNamespace
 
@@ -8,6 +9,9 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from accounts import identity
+from accounts.models import ApiKey
+from accounts.services import api_key_revoke
 from config.api import ratelimit
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
@@ -69,16 +73,79 @@ def test_a_malformed_authorization_header_counts():
     assert_refused(client.get("/api/v2/me", REMOTE_ADDR=ATTACKER_IP))
 
 
-def test_over_the_limit_even_a_valid_key_is_refused_before_any_database_query(
+def test_over_the_limit_a_valid_key_is_served_and_bogus_keys_cost_no_query(
+    user, store, django_assert_num_queries
+):
+    # given: an integration's key, and an address that spent its budget on bogus keys
+    valid = make_api_key(user)
+    spend_the_budget()
+    assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
+
+    # then: the valid key is served (read from the database on its first requests here)
+    for _ in range(3):
+        assert get_me(valid, ATTACKER_IP).status_code == 200
+    # and each further bogus key is refused before any database query, the valid one too
+    with django_assert_num_queries(0):
+        assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
+        assert_refused(get_me("sf_" + "z" * 40, ATTACKER_IP))
+        assert get_me(valid, ATTACKER_IP).status_code == 200
+        assert_refused(get_me("not-a-key", ATTACKER_IP))
+
+
+def test_a_valid_key_never_seen_by_this_process_is_served_over_the_limit(user, store, monkeypatch):
+    valid = make_api_key(user)
+    assert get_me(valid, "198.51.100.20").status_code == 200
+    spend_the_budget()
+    assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
+    # a process that kept no identity (another worker, a restart): Redis knows the credential
+    monkeypatch.setattr(identity, "_identities", {})
+
+    assert get_me(valid, ATTACKER_IP).status_code == 200
+
+
+def test_over_the_limit_a_valid_key_keeps_its_own_rate_limit(user, store, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 3
+    valid = make_api_key(user)
+    spend_the_budget()
+
+    for remaining in ("2", "1", "0"):
+        response = get_me(valid, ATTACKER_IP)
+        assert response.status_code == 200
+        assert response["X-RateLimit-Remaining"] == remaining
+    response = get_me(valid, ATTACKER_IP)
+    assert response.status_code == 429
+    assert response["X-RateLimit-Limit"] == "3"
+
+
+def test_over_the_limit_a_revoked_key_is_a_failure_and_then_costs_no_query(
     user, store, django_assert_num_queries
 ):
     valid = make_api_key(user)
+    for _ in range(3):  # kept by this process, and current
+        assert get_me(valid, ATTACKER_IP).status_code == 200
     spend_the_budget()
-    assert get_me(BOGUS_KEY, ATTACKER_IP).status_code == 429
+    api_key_revoke(api_key=ApiKey.objects.get(user=user))
 
+    assert_refused(get_me(valid, ATTACKER_IP))
     with django_assert_num_queries(0):
-        assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
         assert_refused(get_me(valid, ATTACKER_IP))
+
+
+def test_a_key_redis_lost_is_refused_over_the_limit_until_it_authenticates_elsewhere(
+    user, store, cache_cleared, monkeypatch
+):
+    # The decision (docs/decisions/hardening.md, Hardening IV point 2): from an address over
+    # its budget, a key this process does not know is read only if Redis knows it.
+    valid = make_api_key(user)
+    spend_the_budget()
+    cache_cleared()  # a Redis restart: the budget and the credential's epoch are gone
+    monkeypatch.setattr(identity, "_identities", {})
+    spend_the_budget()
+    assert_refused(get_me(BOGUS_KEY, ATTACKER_IP))
+
+    assert_refused(get_me(valid, ATTACKER_IP))
+    assert get_me(valid, "198.51.100.20").status_code == 200
+    assert get_me(valid, ATTACKER_IP).status_code == 200
 
 
 def test_a_valid_key_from_another_address_is_unaffected(user, store):
@@ -103,7 +170,8 @@ def test_addresses_of_one_ipv6_64_share_the_budget_and_the_next_64_has_its_own(u
         assert get_me(BOGUS_KEY, f"2001:db8:1:2::{n + 1:x}").status_code == 401
 
     assert_refused(get_me(BOGUS_KEY, "2001:db8:1:2:ffff::1"))
-    assert_refused(get_me(make_api_key(user), "2001:db8:1:2:ffff::2"))
+    assert get_me(make_api_key(user), "2001:db8:1:2:ffff::2").status_code == 200
+    assert_refused(get_me(BOGUS_KEY, "2001:db8:1:2:ffff::2"))
     assert get_me(BOGUS_KEY, "2001:db8:1:3::1").status_code == 401
 
 

@@ -170,6 +170,9 @@ def contract_key(db, settings):
     the CLI client registered; budgets out of the way."""
     settings.API_RATE_LIMIT_PER_MINUTE = 1_000_000
     settings.OAUTH_RATE_LIMIT_PER_MINUTE = 1_000_000
+    # Invalid-credential probes must get 401, not the failure budget's 429 (valid keys are
+    # served over it, so a run's 2xx and its probes' 429 would meet: issue 29 point 2).
+    settings.API_AUTH_FAILURES_PER_MINUTE = 1_000_000
     cli_application_ensure()
     user = UserFactory()
     MembershipFactory(user=user, store__slug=CONTRACT_STORE_SLUG, role=ROLE_OWNER)

@@ -1,5 +1,6 @@
-"""Pieces of the Redis fault test: a paced load client that records every answer, and a
-browser signing in (its Redis of its own is tests.servers.ThrowawayRedis).
+"""Pieces of the Redis fault tests: a paced load client that records every answer, a browser
+signing in, and the suite's Celery worker on a Redis of the test's own
+(tests.servers.ThrowawayRedis, the `redis_server` fixture of tests/faults/conftest.py).
 
 Everything listens on 127.0.0.1 and every loop is bounded by a deadline.
 """
@@ -11,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 
 import requests
+
+from tests.webhooks.helpers import CeleryWorker
 
 # --- load -----------------------------------------------------------------------------------
 
@@ -153,3 +156,23 @@ def running(threads: list[PacedLoop], stop: threading.Event):
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
+
+
+# --- worker -----------------------------------------------------------------------------------
+
+
+class WorkerOnRedis(CeleryWorker):
+    """The suite's worker fixture class (test settings, compressed webhook timings, embedded
+    beat unless `beat` is False), on the test's own Redis: broker and cache."""
+
+    def __init__(self, log_dir, redis_url: str, *, beat: bool = True):
+        super().__init__(log_dir, concurrency=2, beat=beat)
+        self.redis_url = redis_url
+
+    def env(self) -> dict:
+        return {
+            **super().env(),
+            "REDIS_URL": self.redis_url,
+            "STOREFRONT_TEST_CACHE_URL": self.redis_url,  # as the web processes' cache
+            "PROMETHEUS_MULTIPROC_DIR": str(self.log_dir / "prometheus-worker"),
+        }

@@ -7,7 +7,8 @@ checks every write: one coupon per Idempotency-Key, the one its client was answe
 
 Targets: recovered within RECOVERY_TARGET s of the fault, at most one failed request per
 web process (each holds one database connection; gunicorn's sync workers close each client
-connection after its answer, so a failed request had a client connection of its own), none after
+connection after its answer, so a failed request had a client connection of its own) and that
+one a write in flight (reads are answered on a new connection: config/db.py), none after
 recovery, no lost or doubled write. Through PgBouncer in transaction mode (docs/scaling.md's
 settings): no failed request at all, and the webhook send slots still exact (a worker's
 processes through the same PgBouncer push each created coupon's event once, never more at once
@@ -35,7 +36,6 @@ from tests.faults.harness import (
     errors_logged,
     figures,
     load_server,
-    own_postgresql,
     run_sql,
     terminate_backends,
 )
@@ -48,24 +48,14 @@ from tests.webhooks.helpers import (
 )
 from webhooks.models import WebhookDelivery
 
-pytestmark = pytest.mark.faults
+# Every test of the module on a PostgreSQL of its own (tests/faults/conftest.py).
+pytestmark = [pytest.mark.faults, pytest.mark.usefixtures("postgresql")]
 
 RECOVERY_TARGET = 5.0
 CLIENTS = 4
 WORKERS = 2
 LOAD_BEFORE_FAULT = 2.0
 LOAD_AFTER_FAULT = 7.0
-
-
-@pytest.fixture(scope="module", autouse=True)
-def postgresql(django_db_setup, django_db_blocker):
-    """The faults restart PostgreSQL: every test here runs on a server of its own, the suite's
-    is never touched (tests/faults/harness.py `own_postgresql`)."""
-    suite_started = run_sql(os.environ["DATABASE_URL"], "SELECT pg_postmaster_start_time()")
-    with own_postgresql(django_db_blocker) as server:
-        yield server
-    # the suite's server was never restarted
-    assert run_sql(os.environ["DATABASE_URL"], "SELECT pg_postmaster_start_time()") == suite_started
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +167,11 @@ def test_the_api_recovers_from_a_database_fault_under_load(
     # client's next request may reach the other web process (sync workers close each client
     # connection after its answer), so one client can see one failure from each.
     assert found.failures <= WORKERS, found
+    # A read is answered on a new connection (config/db.py): an idle connection the server
+    # ended is dropped before the request, one ended during a query is read again. What may
+    # fail is a write whose query the server ended (its client retries it with its key).
+    failed_reads = [o for o in load.outcomes if o.failed and o.operation != "coupon create"]
+    assert not failed_reads, failed_reads[:4]
     assert_each_write_exactly_once(load, owner["store"])
 
 

@@ -36,12 +36,13 @@ from tests.faults.redis_helpers import (
     AnswerLog,
     PacedLoop,
     SignInBrowser,
+    WorkerOnRedis,
     running,
     timed,
 )
-from tests.servers import Gunicorn, ThrowawayRedis, wait_for
+from tests.servers import Gunicorn, wait_for
 from tests.settings_helpers import ROOT
-from tests.webhooks.helpers import CeleryWorker, destination_for
+from tests.webhooks.helpers import destination_for
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.faults, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -56,39 +57,12 @@ PASSWORD = "password"  # tests.factories.UserFactory's
 LOAD_DEADLINE = 90.0  # no loop of this test runs longer than this
 
 
-class WorkerOnRedis(CeleryWorker):
-    """The suite's worker fixture class (test settings, compressed webhook timings, embedded
-    beat), on this test's Redis."""
-
-    def __init__(self, log_dir, redis_url: str):
-        super().__init__(log_dir, concurrency=2)
-        self.redis_url = redis_url
-
-    def env(self) -> dict:
-        return {
-            **super().env(),
-            "REDIS_URL": self.redis_url,
-            "STOREFRONT_TEST_CACHE_URL": self.redis_url,  # as the web processes' cache
-            "PROMETHEUS_MULTIPROC_DIR": str(self.log_dir / "prometheus-worker"),
-        }
-
-
 def database_url() -> str:
     settings_dict = connection.settings_dict  # the test database, as CeleryWorker.env does
     return (
         f"postgres://{settings_dict['USER']}@{settings_dict['HOST']}:{settings_dict['PORT']}"
         f"/{settings_dict['NAME']}"
     )
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    workdir = tmp_path / "redis"
-    workdir.mkdir()
-    server = ThrowawayRedis(workdir)
-    server.start()
-    yield server
-    server.close()
 
 
 @pytest.fixture
@@ -127,7 +101,6 @@ def worker(transactional_db, redis_server, tmp_path):
     log_dir.mkdir()
     process = WorkerOnRedis(log_dir, redis_server.url)
     process.start()
-    process.supervise()  # celery 5.7 may exit when Redis goes (docs/decisions/webhooks.md)
     yield process
     process.stop()
 
@@ -414,6 +387,10 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
             a.status for a in pages if phase_of(a, stopping, down, starting, up) == "during"
         } == {503}
         assert sign_in_back[path] is not None and sign_in_back[path] - up < 15
+
+    # --- the worker lived through it (config/broker.py): no restart by a supervisor --------
+    assert worker.process.poll() is None and worker.starts == 1
+    assert "Unrecoverable error" not in worker.log_path.read_text(errors="replace")
 
     # --- webhooks: delayed, not lost, not doubled ------------------------------------------
     assert during_events, "no event was recorded during the outage"

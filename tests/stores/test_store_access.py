@@ -174,31 +174,29 @@ def test_store_permission_without_credential_is_401(api_client, store):
 
 
 @pytest.fixture
-def oauth_resolver(settings):
-    settings.BEARER_CREDENTIAL_RESOLVERS = [
-        *settings.BEARER_CREDENTIAL_RESOLVERS,
-        "tests.api.resolvers.credential_for_test_oauth_token",
-    ]
+def oauth_token(tokens):
+    """An OAuth access token of `user` (the CLI's real authorize-then-token flow)."""
+    return tokens["access_token"]
 
 
-def test_oauth_credential_without_x_store_is_400(oauth_resolver, user, store, client_for):
-    response = client_for(f"oauthtest-{user.pk}").get(AREA_URL)
+def test_oauth_credential_without_x_store_is_400(oauth_token, user, store, client_for):
+    response = client_for(oauth_token).get(AREA_URL)
     assert response.status_code == 400
     assert response.json()["code"] == "bad_request"
     assert response.json()["param"] == "X-STORE"
 
 
-def test_oauth_credential_with_x_store_acts_with_the_role(oauth_resolver, user, client_for):
+def test_oauth_credential_with_x_store_acts_with_the_role(oauth_token, user, client_for):
     staff_store = MembershipFactory(user=user, role=ROLE_STAFF).store
-    client = client_for(f"oauthtest-{user.pk}", HTTP_X_STORE=staff_store.slug)
+    client = client_for(oauth_token, HTTP_X_STORE=staff_store.slug)
     assert resolved_store(client.get(AREA_URL)) == staff_store.slug
     assert client.post(AREA_URL, {}, format="json").status_code == 403
     permissions = client.get("/api/v2/permissions").json()["data"]
     assert permissions["credential_type"] == "oauth"
 
 
-def test_account_operations_do_not_need_x_store_with_oauth(oauth_resolver, user, client_for):
-    client = client_for(f"oauthtest-{user.pk}")
+def test_account_operations_do_not_need_x_store_with_oauth(oauth_token, user, client_for):
+    client = client_for(oauth_token)
     assert client.get("/api/v2/me").json()["data"]["credential_type"] == "oauth"
     assert client.get("/api/v2/stores").status_code == 200
 

@@ -4,6 +4,7 @@ in tests/conftest.py)."""
 import pytest
 
 from tests.webhooks.dns import UnresponsiveNameServer
+from webhooks import transport
 from webhooks.leases import keeper
 
 
@@ -20,6 +21,15 @@ def leases_thread_idle(django_db_setup):
     """The lease keeper's connection is closed before the test database is dropped."""
     yield
     assert keeper.forget_all(wait=10)
+
+
+@pytest.fixture(autouse=True)
+def checked_answers_forgotten():
+    """Each test's names resolve as its own FakeDns says, not as an earlier test's answer the
+    sender still remembers (webhooks/transport.py CHECKED_ANSWER_SECONDS)."""
+    transport.session_reset()
+    yield
+    transport.session_reset()
 
 
 @pytest.fixture

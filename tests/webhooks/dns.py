@@ -19,11 +19,13 @@ class FakeDns:
     def __init__(self, monkeypatch, address: str | None, host: str = HOST):
         self.address = address
         self.host = host
+        self.lookups = 0  # of `host`
         real = socket.getaddrinfo
 
         def getaddrinfo(host, port, *args, **kwargs):
             if host != self.host:
                 return real(host, port, *args, **kwargs)
+            self.lookups += 1
             if self.address is None:
                 raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
             if ipaddress.ip_address(self.address).version == 6:

@@ -41,6 +41,7 @@ class ReceivedRequest:
     body: bytes
     received_at: float
     answered_status: int | None = None
+    client_address: tuple = ()  # one per connection: keep-alive reuse shows as one
 
 
 @dataclass
@@ -52,9 +53,10 @@ class Reply:
 
 
 class Receiver:
-    """A webhook receiver: `respond` decides each reply (default 200)."""
+    """A webhook receiver: `respond` decides each reply (default 200). With `ssl_context` it
+    speaks TLS (tests/webhooks/tls.py), the handshake done on the request's own thread."""
 
-    def __init__(self):
+    def __init__(self, ssl_context=None):
         self.requests: list[ReceivedRequest] = []
         self.lock = threading.Lock()
         self.respond = lambda request: Reply()
@@ -72,6 +74,7 @@ class Receiver:
                 request = ReceivedRequest(
                     "POST", self.path, dict(self.headers), self.rfile.read(length), time.time()
                 )
+                request.client_address = self.client_address
                 with receiver.lock:
                     receiver.requests.append(request)
                 reply = receiver.respond(request)
@@ -92,12 +95,22 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        self.scheme = "http"
+        if ssl_context is not None:
+            self.scheme = "https"
+            self.server.socket = ssl_context.wrap_socket(
+                self.server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     @property
+    def port(self) -> int:
+        return self.server.server_address[1]
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        return f"{self.scheme}://127.0.0.1:{self.port}/hooks"
 
     def received(self) -> list[ReceivedRequest]:
         with self.lock:
@@ -227,8 +240,8 @@ class CeleryWorker:
         self.process.wait(timeout=10)
 
     def supervise(self):
-        """Restarts the worker whenever it exits, as systemd's Restart=always would (a
-        celery 5.7 worker exits when Redis goes away while it holds unacked messages)."""
+        """Restarts the worker whenever it exits, as systemd's Restart=always and compose's
+        restart policy would (docs/production.md): the fault tests kill it with -9."""
         self.supervising = True
 
         def loop():

@@ -205,7 +205,7 @@ def test_a_forked_worker_process_expires_its_own_deadlines():
     # Celery's prefork children are forked: the parent's watchdog thread does not come along.
     import os
 
-    from webhooks.sender import AttemptDeadline
+    from webhooks.deadline import AttemptDeadline
 
     with AttemptDeadline(5):  # the parent's watchdog is running, waiting on this deadline
         pid = os.fork()

@@ -302,11 +302,11 @@ def test_send_refuses_to_connect_into_a_denied_range(
 def test_a_refusal_at_connect_is_logged_with_the_host_but_not_the_path(
     store, production, monkeypatch, caplog
 ):
-    caplog.set_level(logging.INFO, logger="webhooks.sender")
+    caplog.set_level(logging.INFO, logger="webhooks.transport")
 
     attempt_refused_at_connect(store, monkeypatch, "10.1.2.3")
 
-    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks.sender"]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks.transport"]
     assert f"host {HOST} refused: 10.1.2.3 is" in line
     assert "(private-use)" in line
     assert "path-credential" not in line

@@ -1,0 +1,163 @@
+"""The sender connects to the address the SSRF check approved, and names the host everywhere
+else (webhooks/transport.py): no second lookup by the HTTP library (DNS rebinding), SNI, the
+certificate check and the Host header of the original host, a pool per checked address, a
+checked answer reused for a while and forgotten when it gets no answer, and the attempt's
+deadline over TLS too. Against a real HTTPS receiver
+whose certificate a throwaway CA signed (tests/webhooks/tls.py)."""
+
+import base64
+import time
+
+import pytest
+
+from tests.webhooks.dns import FakeDns
+from tests.webhooks.helpers import Receiver, Reply
+from tests.webhooks.tls import CertificateAuthority
+from webhooks import sender, transport
+
+SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
+TLS_HOST = "hooks.example.test"
+
+
+@pytest.fixture
+def ca(tmp_path):
+    authority = CertificateAuthority(tmp_path)
+    # The sender trusts the test CA the way requests lets a session choose its trust store.
+    transport.session_reset()
+    transport.session_get().verify = str(authority.bundle)
+    yield authority
+    transport.session_reset()
+
+
+@pytest.fixture
+def https_receiver(ca):
+    """An HTTPS receiver with a certificate for TLS_HOST; `server_names` holds each
+    handshake's SNI."""
+    context = ca.server_context(TLS_HOST)
+    server_names = []
+    context.sni_callback = lambda ssl_socket, name, ssl_context: server_names.append(name)
+    server = Receiver(ssl_context=context)
+    server.server_names = server_names
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def dns(monkeypatch, settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True  # the receiver is on loopback
+    return FakeDns(monkeypatch, "127.0.0.1", host=TLS_HOST)
+
+
+def send(url: str, message_id: str = "msg_1") -> sender.SendResult:
+    return sender.send(url=url, message_id=message_id, body=b"{}", secrets=[SECRET])
+
+
+def test_https_reaches_the_checked_address_named_as_the_host(https_receiver, dns):
+    url = f"https://{TLS_HOST}:{https_receiver.port}/hooks/in?key=1"
+
+    result = send(url)
+
+    # then: TLS verified the certificate for the name, the name was the SNI and the Host
+    assert result.succeeded, result.error
+    [request] = https_receiver.received()
+    assert https_receiver.server_names == [TLS_HOST]
+    assert request.headers["Host"] == f"{TLS_HOST}:{https_receiver.port}"
+    assert request.path == "/hooks/in?key=1"
+    # and the name was looked up once: by the check, not again by the HTTP library
+    assert dns.lookups == 1
+
+
+def test_a_certificate_for_another_name_is_a_tls_error(ca, dns):
+    # given: a receiver at the checked address whose certificate names another host
+    impostor = Receiver(ssl_context=ca.server_context("other.example.test"))
+    try:
+        result = send(f"https://{TLS_HOST}:{impostor.port}/hooks")
+    finally:
+        impostor.close()
+
+    assert result.response_status is None
+    assert result.error == f"TLS error: https://{TLS_HOST}:{impostor.port}"
+    assert impostor.received() == []
+
+
+def test_an_untrusted_certificate_is_a_tls_error(https_receiver, dns):
+    transport.session_get().verify = True  # the default trust store: not the test CA
+
+    result = send(f"https://{TLS_HOST}:{https_receiver.port}/hooks")
+
+    assert result.error == f"TLS error: https://{TLS_HOST}:{https_receiver.port}"
+    assert https_receiver.received() == []
+
+
+def test_attempts_reuse_the_checked_answer_and_its_connection(https_receiver, dns):
+    url = f"https://{TLS_HOST}:{https_receiver.port}/hooks"
+
+    first, second = send(url, "msg_1"), send(url, "msg_2")
+
+    assert first.succeeded and second.succeeded
+    # one lookup and one TLS connection served both (the pool of the checked address)
+    assert dns.lookups == 1
+    assert len({request.client_address for request in https_receiver.received()}) == 1
+    assert https_receiver.server_names == [TLS_HOST]
+
+
+def test_a_rebinding_reaches_checked_addresses_only(https_receiver, dns, monkeypatch):
+    monkeypatch.setattr(transport, "CHECKED_ANSWER_SECONDS", 0.5)
+    url = f"https://{TLS_HOST}:{https_receiver.port}/hooks"
+    assert send(url, "msg_1").succeeded
+
+    # when: the name now resolves to the cloud metadata address
+    dns.address = "169.254.169.254"
+    # then: while the checked answer lives, attempts go to the address that passed the check
+    assert send(url, "msg_2").succeeded
+    assert dns.lookups == 1
+    # and once it expired, the name is looked up again and the new answer refused
+    time.sleep(0.6)
+    result = send(url, "msg_3")
+    assert dns.lookups == 2
+    assert result.response_status is None
+    assert "cloud metadata" in result.error
+    assert "169.254.169.254" not in result.error
+    assert len(https_receiver.received()) == 2
+
+
+def test_an_attempt_without_an_answer_forgets_the_checked_answer(ca, dns):
+    receiver = Receiver(ssl_context=ca.server_context(TLS_HOST))
+    receiver.respond = lambda request: Reply(headers={"Connection": "close"})
+    url = f"https://{TLS_HOST}:{receiver.port}/hooks"
+    assert send(url, "msg_1").succeeded
+    receiver.close()
+
+    # when: the receiver is gone (it may have moved to another address)
+    failed = send(url, "msg_2")
+
+    # then: the next attempt looks the name up again
+    assert failed.error == f"connection refused: https://{TLS_HOST}:{receiver.port}"
+    assert dns.lookups == 1
+    send(url, "msg_3")
+    assert dns.lookups == 2
+
+
+def test_the_attempt_budget_holds_over_tls(https_receiver, dns, settings):
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+    https_receiver.respond = lambda request: Reply(delay=3)
+
+    started = time.monotonic()
+    result = send(f"https://{TLS_HOST}:{https_receiver.port}/hooks")
+    elapsed = time.monotonic() - started
+
+    assert result.response_status is None
+    assert result.error.startswith("timeout"), result.error
+    assert elapsed < 2, elapsed
+
+
+def test_redirects_are_not_followed_over_tls(https_receiver, dns):
+    https_receiver.respond = lambda request: Reply(
+        status=307, headers={"Location": "https://169.254.169.254/latest/meta-data/"}
+    )
+
+    result = send(f"https://{TLS_HOST}:{https_receiver.port}/hooks")
+
+    assert result.response_status == 307
+    assert result.error == "HTTP 307"
+    assert len(https_receiver.received()) == 1

@@ -1,0 +1,173 @@
+"""The SSRF-safe HTTP session of webhook attempts (docs/decisions/webhooks.md "SSRF").
+
+Each request resolves its host once, within the attempt's budget (or reuses the answer that
+passed the check at most CHECKED_ANSWER_SECONDS ago), refuses every address
+`addresses.address_check` refuses, and is sent through urllib3's pool for the first allowed
+address: the connection goes to that IP literal, so no second lookup can answer differently
+(DNS rebinding). TLS still names the original host: `server_hostname` (SNI) and
+`assert_hostname` (the certificate check) are the host's, and so is the `Host` header. The
+same technique as Saleor's requests-hardened (`IPFilterAdapter`), with our own address check
+and bounded lookups; docs/decisions/webhooks.md says why not that library itself.
+
+Only public extension points of requests and urllib3 are used: the adapter's
+`build_connection_pool_key_attributes` and `add_headers` hooks, the pool manager's
+`pool_classes_by_scheme`, a pool's `ConnectionCls`, and a connection's `connect` and
+`request`. Redirects are never followed (the caller passes `allow_redirects=False`) and
+environment proxies are ignored (a proxy would connect on our behalf, unchecked).
+"""
+
+import logging
+import time
+from urllib.parse import urlsplit
+
+import requests
+from django.conf import settings
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from webhooks.addresses import DestinationRefused, address_check
+from webhooks.deadline import current_deadline
+from webhooks.resolver import ip_literal, resolve
+
+logger = logging.getLogger(__name__)
+
+
+class AddressRefused(requests.ConnectionError):
+    """Every address of the host is one webhooks may not reach; the message names the host
+    and the kind of range, never the address. (A requests error, not a ValueError: requests
+    turns a ValueError raised while it picks the pool into InvalidURL.)"""
+
+
+# A checked answer serves its host's next attempts for CHECKED_ANSWER_SECONDS: its address
+# passed the check, so using it again reaches nothing internal (rebinding needs an address that
+# was not checked), and those attempts need no lookup (in production a round trip to the name
+# server) and find their kept-alive connection in that address's pool. An attempt that gets no
+# answer forgets its host's (the receiver may have moved). Before issue 30 a kept-alive
+# connection served attempts without a lookup for as long as it lived.
+CHECKED_ANSWER_SECONDS = 60.0
+_answers: dict[str, tuple[str, float]] = {}  # host -> (checked address, monotonic expiry)
+
+
+def checked_address(host: str) -> str:
+    """The first address of `host` that webhooks may reach, resolved within what is left of
+    the attempt's budget. Raises socket.gaierror (no answer in time) or AddressRefused."""
+    address, expires_at = _answers.get(host, ("", 0.0))
+    if expires_at > time.monotonic():
+        try:
+            address_check(address)  # again: the rules may have changed (the dev flag)
+            return address
+        except DestinationRefused:
+            pass
+    deadline = current_deadline()
+    budget = deadline.remaining() if deadline else settings.WEBHOOKS_TIMEOUT_SECONDS
+    refusal = None
+    for address in resolve(host, timeout=budget):
+        try:
+            address_check(address)
+        except DestinationRefused as error:
+            # The host, never the URL's path (it may hold a credential).
+            logger.info("webhook connection to host %s refused: %s is %s", host, address, error)
+            refusal = error
+            continue
+        if not ip_literal(host):
+            _answers[host] = (address, time.monotonic() + CHECKED_ANSWER_SECONDS)
+        return address
+    raise AddressRefused(f"Refused destination: host {host} resolves to {refusal}")
+
+
+def answer_forget(url: str) -> None:
+    """The next attempt to `url`'s host looks it up again."""
+    _answers.pop(urlsplit(url).hostname, None)
+
+
+class _DeadlineConnectionMixin:
+    """Puts every connection an attempt uses, new or kept alive, under its deadline."""
+
+    def connect(self) -> None:
+        deadline = current_deadline()
+        if deadline is not None:
+            # The lookup took part of the budget: the connect gets what is left (a timeout of
+            # 0 would make the socket non-blocking, not time out).
+            left = max(deadline.remaining(), 0.001)
+            self.timeout = left if self.timeout is None else min(self.timeout, left)
+        super().connect()
+
+    def request(self, *args, **kwargs) -> None:
+        deadline = current_deadline()
+        if deadline is not None:
+            deadline.watch(self)
+        super().request(*args, **kwargs)
+
+
+class DeadlineHTTPConnection(_DeadlineConnectionMixin, HTTPConnection):
+    pass
+
+
+class DeadlineHTTPSConnection(_DeadlineConnectionMixin, HTTPSConnection):
+    pass
+
+
+class DeadlineHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = DeadlineHTTPConnection
+
+
+class DeadlineHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = DeadlineHTTPSConnection
+
+
+class CheckedAdapter(HTTPAdapter):
+    """Sends each request to the checked address of its host, named as the host."""
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": DeadlineHTTPConnectionPool,
+            "https": DeadlineHTTPSConnectionPool,
+        }
+
+    def build_connection_pool_key_attributes(self, request, verify, cert=None):
+        host_params, pool_kwargs = super().build_connection_pool_key_attributes(
+            request, verify, cert
+        )
+        host = host_params["host"]
+        if host_params["scheme"] == "https":
+            # SNI and the certificate check are the host's, not the address's.
+            pool_kwargs = {**pool_kwargs, "server_hostname": host, "assert_hostname": host}
+        # One pool per checked address (and host, for TLS): a kept-alive connection is reused
+        # only while the host still resolves to the address it was opened to.
+        return {**host_params, "host": checked_address(host)}, pool_kwargs
+
+    def add_headers(self, request, **kwargs) -> None:
+        # http.client would name the pool's host, the IP address (RFC 9110 §7.2: the URI's).
+        request.headers["Host"] = urlsplit(request.url).netloc
+
+
+def _session_new() -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False
+    adapter = CheckedAdapter(pool_connections=16, pool_maxsize=4, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+_session: requests.Session | None = None
+
+
+def session_get() -> requests.Session:
+    """One session per process (Celery prefork children each get their own)."""
+    global _session
+    if _session is None:
+        _session = _session_new()
+    return _session
+
+
+def session_reset() -> None:
+    """Drops every pooled connection (after a deadline cut one mid-exchange) and every checked
+    answer."""
+    global _session
+    _answers.clear()
+    if _session is not None:
+        _session.close()
+        _session = None
