@@ -12,6 +12,8 @@ class EventType:
     subject_type: str
     # JSON-schema-like description of `data`: field name -> python type.
     data_schema: dict[str, type] = field(default_factory=dict)
+    # A `data` of this type: the body of a webhook channel's test send (issue 31).
+    example: dict = field(default_factory=dict)
 
 
 EVENT_TYPES: dict[str, EventType] = {
@@ -23,6 +25,7 @@ EVENT_TYPES: dict[str, EventType] = {
             "An order completed and delivery began.",
             "order",
             {"total_cents": int, "currency": str},
+            {"total_cents": 4599, "currency": "EUR"},
         ),
         EventType("coupon.created", 1, "A coupon was created.", "coupon"),
         EventType("coupon.updated", 1, "A coupon was changed.", "coupon"),

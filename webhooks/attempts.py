@@ -120,7 +120,9 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
 
 def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
     """Sends the claimed delivery once and records the outcome; returns its new status."""
-    body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
+    # `"test": false`: a channel's test send carries true (webhooks/channel_services.py).
+    resource = {**event_resource(delivery.event), "test": False}
+    body = json.dumps(resource, separators=(",", ":")).encode()
     try:
         result = send(
             url=delivery.destination.url,

@@ -37,6 +37,9 @@ class WebhookChannel(models.Model):
     store = models.ForeignKey(
         "stores.Store", on_delete=models.CASCADE, related_name="webhook_channels"
     )
+    # The channel's id in the API (the SDK's `id`, a UUID); the integer pk stays internal (the
+    # send slots' owner, the drain markers).
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 (SDK: string|null)
     url = models.URLField(max_length=2048)
     enabled = models.BooleanField(default=True)
@@ -83,8 +86,9 @@ class WebhookSigningSecret(models.Model):
     store = models.OneToOneField(
         "stores.Store", on_delete=models.CASCADE, primary_key=True, related_name="+"
     )
-    secret = models.CharField(max_length=255)
-    previous_secret = models.CharField(max_length=255, blank=True, default="")
+    # whsec_ + base64 of the key: a supplied 255-character secret is up to 1020 UTF-8 bytes.
+    secret = models.CharField(max_length=1400)
+    previous_secret = models.CharField(max_length=1400, blank=True, default="")
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 

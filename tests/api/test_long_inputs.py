@@ -75,7 +75,7 @@ def world(user, store, api_key):
     """What the paths of the schema name: a coupon, a delivery (of an order's event)."""
     cli_application_ensure()
     coupon = CouponFactory(store=store, code="WALKED")
-    WebhookChannelFactory(store=store, event_types=["order.completed"])
+    channel = WebhookChannelFactory(store=store, event_types=["order.completed"])
     with transaction.atomic():
         event = record(
             store=store,
@@ -84,7 +84,13 @@ def world(user, store, api_key):
             data={"total_cents": 1250, "currency": "EUR"},
         )
     delivery = WebhookDelivery.objects.get(event=event)
-    path_values = {"id": coupon.pk, "delivery": delivery.pk, "store": store.pk, "order": 1}
+    path_values = {
+        "id": coupon.pk,
+        "delivery": delivery.pk,
+        "channel": channel.uid,
+        "store": store.pk,
+        "order": 1,
+    }
     client = Client(raise_request_exception=False)
     client.get("/api/v2/me", HTTP_AUTHORIZATION=f"Bearer {api_key}")  # warm: URLs, connection
     return {"api_key": api_key, "store": store, "user": user, "path_values": path_values}

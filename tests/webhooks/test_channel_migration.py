@@ -98,6 +98,7 @@ def test_destinations_become_channels_with_nothing_lost(store, other_store):
     assert signing_secrets(store_id=store.pk) == [live.secret, live.previous_secret]
     assert WebhookSigningSecret.objects.get(store=store).previous_secret_expires_at == grace_ends
     off = WebhookChannel.objects.get(pk=gone.pk)
+    assert channel.uid != off.uid
     assert (off.enabled, off.disabled_reason) == (False, "gone")
     assert signing_secrets(store_id=other_store.pk) == [gone.secret]
     # every delivery as it was, on its channel

@@ -7,6 +7,8 @@ every delivery, pending ones included, stay as they are), and its secret and pre
 over to channels.
 """
 
+import uuid
+
 import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
@@ -47,6 +49,12 @@ def secrets_to_destinations(apps, schema_editor):
         )
 
 
+def uids_fill(apps, schema_editor):
+    channel_model = apps.get_model("webhooks", "WebhookChannel")
+    for pk in channel_model.objects.values_list("pk", flat=True).iterator(chunk_size=1000):
+        channel_model.objects.filter(pk=pk).update(uid=uuid.uuid4())
+
+
 def permissions_rename(old: str, new: str):
     def rename(apps, schema_editor):
         permission_model = apps.get_model("auth", "Permission")
@@ -80,8 +88,8 @@ class Migration(migrations.Migration):
                         to="stores.store",
                     ),
                 ),
-                ("secret", models.CharField(max_length=255)),
-                ("previous_secret", models.CharField(blank=True, default="", max_length=255)),
+                ("secret", models.CharField(max_length=1400)),
+                ("previous_secret", models.CharField(blank=True, default="", max_length=1400)),
                 ("previous_secret_expires_at", models.DateTimeField(blank=True, null=True)),
                 ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
@@ -118,6 +126,16 @@ class Migration(migrations.Migration):
             model_name="webhookchannel",
             name="name",
             field=models.CharField(blank=True, max_length=100, null=True),
+        ),
+        # Each existing channel its own UUID, then the column becomes unique and required.
+        migrations.AddField(
+            model_name="webhookchannel", name="uid", field=models.UUIDField(null=True)
+        ),
+        migrations.RunPython(uids_fill, migrations.RunPython.noop),
+        migrations.AlterField(
+            model_name="webhookchannel",
+            name="uid",
+            field=models.UUIDField(default=uuid.uuid4, editable=False, unique=True),
         ),
         migrations.AddConstraint(
             model_name="webhookchannel",
