@@ -111,22 +111,22 @@ class SearchTermField(serializers.Field):
         return data
 
 
-# Not an enum: drf-spectacular moves enums to components, where the `nullable` loses its type.
-@extend_schema_field(
-    {
-        "type": "string",
-        "nullable": True,
-        "maxLength": 120,
-        "description": "An event type of GET /api/v2/webhook-event-types, or null.",
-    }
-)
+# The schema says an event type; null is taken too, as absent (the SDK may send it), but not
+# written there: drf-spectacular would write a `nullable` enum without a `type`.
+@extend_schema_field({"type": "string", "enum": sorted(EVENT_TYPES)})
 class NullableEventField(LengthFirstChoiceField):
-    """An event type or null (drf-spectacular would write a `nullable` without a `type`)."""
+    """An event type, or null taken as absent (without `allow_null`, which the schema would
+    show as a `nullable` enum without a `type`)."""
+
+    def validate_empty_values(self, data):
+        if data is None:
+            return True, None
+        return super().validate_empty_values(data)
 
 
 class WebhookChannelSearchSerializer(ClosedObjectSerializer):
     search = SearchTermField(required=False, allow_null=True)
-    event = NullableEventField(choices=sorted(EVENT_TYPES), required=False, allow_null=True)
+    event = NullableEventField(choices=sorted(EVENT_TYPES), required=False)
     page = serializers.IntegerField(required=False, min_value=1)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_PAGE_SIZE)
 
@@ -161,3 +161,14 @@ WEBHOOK_CHANNEL_EXAMPLE = {
 extend_schema_serializer(examples=[response_example("Channel", WEBHOOK_CHANNEL_EXAMPLE)])(
     WebhookChannelSerializer
 )
+
+
+class WebhookChannelRecoverSerializer(ClosedObjectSerializer):
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class WebhookChannelRecoverResultSerializer(serializers.Serializer):
+    queued = serializers.IntegerField()
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()

@@ -18,6 +18,8 @@ from webhooks.addresses import url_origin
 from webhooks.channel_serializers import (
     WEBHOOK_CHANNEL_EXAMPLE,
     WebhookChannelCreateSerializer,
+    WebhookChannelRecoverResultSerializer,
+    WebhookChannelRecoverSerializer,
     WebhookChannelReplaceSerializer,
     WebhookChannelSearchSerializer,
     WebhookChannelSerializer,
@@ -37,6 +39,7 @@ from webhooks.channel_services import (
     signing_secret_configured,
     signing_secret_supplied,
 )
+from webhooks.recovery import channel_recover
 from webhooks.views import WebhookAreaMixin
 
 CHANNEL_PATH_PARAMETER = OpenApiParameter(
@@ -336,3 +339,45 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         channel_test_send(store=request.store, channel=found, event_type=event_type)
         result = {"channel_id": str(found.uid), "event": event_type, "status": "delivered"}
         return Response({"data": result})
+
+    @extend_schema(
+        operation_id="recoverWebhookChannel",
+        summary="Recover every event a channel missed",
+        description="Queues one new pending delivery for every retained event in [since, "
+        "until) (until defaults to now) that the channel is subscribed to and that has no "
+        "succeeded and no pending delivery to it. 202 with the number queued; again right "
+        "away it queues 0. `since` outside the retention or not before `until`: 422; a "
+        "disabled channel: 409 (enable it first). At most 5000 per call: when more are "
+        "missed, `until` is where it stopped; call again from there.",
+        parameters=[CHANNEL_PATH_PARAMETER],
+        request=WebhookChannelRecoverSerializer,
+        responses={
+            202: data_envelope(
+                "WebhookChannelRecoverResponse", WebhookChannelRecoverResultSerializer
+            ),
+            **error_responses(403, 404, 409, 415, 422),
+        },
+        examples=[
+            OpenApiExample("Window", value={"since": "2026-06-01T00:00:00Z"}, request_only=True),
+            response_example(
+                "Queued",
+                {
+                    "data": {
+                        "queued": 3,
+                        "since": "2026-06-01T00:00:00Z",
+                        "until": "2026-06-02T10:00:00Z",
+                    }
+                },
+                202,
+            ),
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def recover(self, request, channel: str):
+        found = channel_get(store=request.store, channel_id=channel)
+        payload = WebhookChannelRecoverSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        window = payload.validated_data
+        result = channel_recover(channel=found, since=window["since"], until=window.get("until"))
+        body = WebhookChannelRecoverResultSerializer(result).data
+        return Response({"data": body}, status=status.HTTP_202_ACCEPTED)

@@ -4,6 +4,9 @@ ViewSets registered in webhooks/urls.py; request bodies are validated by webhook
 query parameters by webhooks.filters, and the OpenAPI schema is derived from both.
 """
 
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
 from django.db import DEFAULT_DB_ALIAS
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
@@ -98,9 +101,29 @@ class WebhookAreaMixin:
     permission_area = "webhook"
 
 
+# /api/v2/webhook-destination stays one release as a deprecated alias of the store's first
+# channel (docs/decisions/webhooks.md "3. /api/v2/webhook-destination"): every answer says so,
+# Deprecation (RFC 9745, a Unix time), Sunset (RFC 8594, an HTTP-date) and the successor.
+DESTINATION_DEPRECATED_AT = datetime(2026, 11, 28, tzinfo=UTC)
+DESTINATION_SUNSET_AT = datetime(2027, 3, 1, tzinfo=UTC)
+DESTINATION_DEPRECATION_HEADERS = {
+    "Deprecation": f"@{int(DESTINATION_DEPRECATED_AT.timestamp())}",
+    "Sunset": format_datetime(DESTINATION_SUNSET_AT, usegmt=True),
+    "Link": '</api/v2/webhook-channels>; rel="successor-version"',
+}
+
+
+@extend_schema(deprecated=True)
 class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     # The store's one destination, served at the prefix itself (config/api/routers.py).
     singleton = True
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # Errors included: a client that only ever sees its 404 learns it too.
+        response = super().finalize_response(request, response, *args, **kwargs)
+        for name, value in DESTINATION_DEPRECATION_HEADERS.items():
+            response[name] = value
+        return response
 
     @extend_schema(
         operation_id="webhook_destination_retrieve",

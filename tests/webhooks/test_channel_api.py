@@ -96,7 +96,9 @@ def test_search_by_name_and_by_event(auth_client, receiver):
         f"{URL}/{coupons['id']}", {"allowed_notifications": ["coupon.created"]}, format="json"
     )
 
-    by_name = auth_client.post(f"{URL}/search", {"search": {"value": "fulfil"}}, format="json")
+    by_name = auth_client.post(
+        f"{URL}/search", {"search": {"value": "fulfil"}, "event": None}, format="json"
+    )
     by_event = auth_client.post(
         f"{URL}/search", {"event": "order.completed", "limit": 1, "page": 2}, format="json"
     )
