@@ -253,3 +253,30 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
         ]
+
+
+class WebhookDeliveryAttemptSerializer(serializers.Serializer):
+    """One attempt of a delivery (issue 31 §3): never the URL, nor its path or query."""
+
+    attempt = serializers.IntegerField(source="number")
+    attempted_at = serializers.DateTimeField(source="started_at")
+    duration_ms = serializers.IntegerField(allow_null=True)
+    response_status = serializers.IntegerField(allow_null=True)
+    error = serializers.SerializerMethodField(
+        help_text="What went wrong without an answer: `timeout`, `connect timeout`, "
+        "`connection refused`, `DNS failure`, `TLS error`, `connection error`, `request error`, "
+        "`reading the response failed`, `Refused destination`, `abandoned`; null when the "
+        "receiver answered (see response_status)."
+    )
+
+    def get_error(self, attempt) -> str | None:
+        # Stored as "<kind>: <origin or detail>" or "HTTP <status>" (webhooks/sender.py).
+        if not attempt.error or attempt.error.startswith("HTTP "):
+            return None
+        return attempt.error.split(":", 1)[0]
+
+
+# `{data: [...]}`, not a page.
+@extend_schema_serializer(many=False)
+class WebhookDeliveryAttemptListSerializer(serializers.Serializer):
+    data = WebhookDeliveryAttemptSerializer(many=True)

@@ -43,6 +43,7 @@ from webhooks.serializers import (
     WEBHOOK_DESTINATION_PUT_EXAMPLE,
     WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE,
     WEBHOOK_EVENT_TYPES_EXAMPLE,
+    WebhookDeliveryAttemptListSerializer,
     WebhookDeliveryReplaySerializer,
     WebhookDeliverySerializer,
     WebhookDestinationPutSerializer,
@@ -323,3 +324,41 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         return Response(
             {"data": self.get_serializer(replayed).data}, status=status.HTTP_201_CREATED
         )
+
+    @extend_schema(
+        operation_id="webhook_deliveries_attempts",
+        summary="The attempts of a delivery",
+        description="Each attempt of one delivery of the store, oldest first: when, how long, "
+        "the receiver's status and, without an answer, what went wrong. Never the URL. "
+        "Another store's delivery, or an id that is not a UUID, is a 404.",
+        parameters=[DELIVERY_PATH_PARAMETER],
+        responses={200: WebhookDeliveryAttemptListSerializer, **error_responses(403, 404)},
+        examples=[
+            response_example(
+                "Attempts",
+                {
+                    "data": [
+                        {
+                            "attempt": 1,
+                            "attempted_at": "2026-06-02T14:05:01Z",
+                            "duration_ms": 10002,
+                            "response_status": None,
+                            "error": "timeout",
+                        },
+                        {
+                            "attempt": 2,
+                            "attempted_at": "2026-06-02T14:05:16Z",
+                            "duration_ms": 84,
+                            "response_status": 200,
+                            "error": None,
+                        },
+                    ]
+                },
+            )
+        ],
+    )
+    @action(detail=True, methods=["get"])
+    def attempts(self, request, delivery: str):
+        found = delivery_get(store=request.store, delivery_id=delivery)
+        rows = found.attempt_records.order_by("number")
+        return Response(WebhookDeliveryAttemptListSerializer({"data": rows}).data)
