@@ -167,6 +167,12 @@ class WebhookEventTypeSerializer(serializers.Serializer):
     type = serializers.CharField()
     version = serializers.IntegerField()
     description = serializers.CharField()
+    schema = serializers.DictField(help_text="JSON Schema (2020-12) of the event's `data`.")
+    # Always present; optional in the schema only so that the list's OpenAPI example can leave
+    # it out (Spectral reads an object with `type` and `example` in an example as a schema).
+    example = serializers.DictField(
+        required=False, help_text="A `data` of this type, valid against `schema`."
+    )
 
 
 # `{data: [...]}`, not a page: many=False tells drf-spectacular this list action's response is
@@ -223,6 +229,16 @@ WEBHOOK_EVENT_TYPES_EXAMPLE = {
             "type": "order.completed",
             "version": 1,
             "description": "An order completed and delivery began.",
+            # Shortened here, without `example` (the API gives both whole): see
+            # WebhookEventTypeSerializer.example.
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "total_cents": {"type": "integer", "minimum": 0},
+                    "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                },
+                "required": ["total_cents", "currency"],
+            },
         }
     ]
 }
