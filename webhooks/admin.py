@@ -1,21 +1,27 @@
-"""Admin: destinations (enable/disable, secret rotation) and deliveries with their attempts
-and a replay action. Every change goes through webhooks.services."""
+"""Admin: channels (enable/disable, secret rotation, test send, recover) and deliveries with
+their attempts and a replay action. Every change goes through the area's services."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_permission_codename
 from django.urls import reverse
+from django.utils import timezone
 from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from config.admin_filters import NoAddAdminMixin, StoreSlugFilter
 from config.api.errors import ApiError
 from webhooks.addresses import url_origin
+from webhooks.channel_services import channel_test_send
 from webhooks.models import (
     WebhookChannel,
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookSigningSecret,
 )
+from webhooks.recovery import channel_recover
 from webhooks.services import (
     delivery_replay,
     destination_enabled_set,
@@ -57,7 +63,7 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
     # signing secret is the store's (WebhookSigningSecret), never rendered here.
     exclude = ["url"]
     secret_fields = ("url",)
-    actions = ["enable", "disable", "rotate_secret"]
+    actions = ["enable", "disable", "rotate_secret", "send_test", "recover"]
 
     # The store's secrets are never rendered; a masked tail tells two of them apart.
     @admin.display(description="signing secret (the store's)")
@@ -101,6 +107,40 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
             title="New signing secrets",
             secrets=secrets,
             continue_url=reverse("admin:webhooks_webhookchannel_changelist"),
+        )
+
+    def _each(self, request, queryset, run, done: str) -> None:
+        """Runs `run(channel)` for each selected channel; a refusal (ApiError) is its message."""
+        for channel in queryset.select_related("store"):
+            try:
+                outcome = run(channel)
+            except ApiError as error:
+                self.message_user(request, f"{channel}: {error.message}", messages.ERROR)
+            else:
+                self.message_user(request, f"{channel}: {done.format(outcome)}")
+
+    @admin.action(
+        description="Send a test event (the channel's first event type)", permissions=["change"]
+    )
+    def send_test(self, request, queryset):
+        def run(channel):
+            event_type = channel.event_types[0]
+            channel_test_send(store=channel.store, channel=channel, event_type=event_type)
+            return event_type
+
+        self._each(request, queryset, run, "test {} delivered.")
+
+    @admin.action(
+        description="Recover every missed event of the retention period", permissions=["change"]
+    )
+    def recover(self, request, queryset):
+        # A minute inside the retention: `since` must still be retained when it is checked.
+        since = timezone.now() - timedelta(days=settings.EVENTS_RETENTION_DAYS, minutes=-1)
+        self._each(
+            request,
+            queryset,
+            lambda channel: channel_recover(channel=channel, since=since)["queued"],
+            "{} deliveries queued.",
         )
 
 
