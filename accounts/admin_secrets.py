@@ -1,10 +1,8 @@
 """Secrets in the admin: the page that shows a new secret once (a new API key, a new webhook
 signing secret), and no changelist filter on a secret field.
 
-Rendered as the answer to the POST that made the secret, with `Cache-Control: no-store`: the
-secret is in that one response body only. A message would put it in the `messages` cookie
-(signed, not encrypted) or in the session table, and a redirect would carry it into a later
-request; a cached page would keep it on disk.
+Rendered as the answer to the POST that made the secret, with `Cache-Control: no-store`: not a
+message (the `messages` cookie is signed, not encrypted), nor a redirect, nor a cached page.
 """
 
 from django.contrib.admin import ModelAdmin

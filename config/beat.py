@@ -1,11 +1,7 @@
-"""Celery beat that schedules only while it holds a lock, and records a heartbeat each tick.
-
-Two beats started by mistake (a second container, a forgotten systemd unit) would send every
-periodic task twice. The one that holds the lock schedules; the other stands by, retrying the
-lock each interval, and takes over when the holder stops (released on shutdown; after
-BEAT_LOCK_SECONDS when it dies without releasing). With Redis the lock is a Redis lock
-(SET NX with an expiry, renewed each tick); without Redis (`make run`, one machine) it is an
-flock on a file under STOREFRONT_VAR_DIR, released by the kernel when the process ends.
+"""Celery beat that schedules only while it holds a lock, and records a heartbeat each tick, so
+two beats started by mistake do not send every periodic task twice: a Redis lock (SET NX with
+an expiry, renewed each tick), or without Redis a file flock (docs/decisions/health.md "Beat
+lock").
 """
 
 import fcntl

@@ -1,39 +1,15 @@
-"""How the app talks to PostgreSQL beyond Django: opening a connection while the server
-restarts, and server-side prepared statements for the few plain-SQL reads of every request.
+"""How the app talks to PostgreSQL beyond Django (docs/decisions/hardening.md "13.",
+docs/decisions/identity.md, docs/benchmarks/layer.md).
 
-A new connection that the server refuses (it is restarting, shutting down or starting up, or a
-failover moves it) is tried again for up to DATABASE_CONNECT_RETRY_SECONDS before the request
-fails: nothing was sent yet, so waiting is always safe, and a restart of a second or two then
-costs each web process only the request that was using the old connection, not every request
-that arrives meanwhile (tests/faults/test_postgresql.py: 3 failed requests per client in 0.2 s
-of a fast restart before, docs/benchmarks/faults-postgresql.md).
-
-PostgreSQL plans a statement each time it receives one; the API key lookup's plan (joins, a
-LATERAL subquery) took 0.16-0.23 ms of its 0.38 ms, more than running it. A statement prepared
-once per database session and run with EXECUTE costs 0.14-0.16 ms (docs/benchmarks/layer.md,
-issue 14). psycopg's own `prepare=True` did not win here (0.44 ms: its server-side binding
-path is slower in Python for wide rows), so the statement is prepared with SQL's PREPARE and
-run by Django's ordinary cursor.
-
-A session keeps its prepared statements until it ends (a ROLLBACK does not drop them); the
-statements prepared on each psycopg connection are remembered beside it, so a new connection
-(CONN_MAX_AGE expiry, a reconnect) prepares again. Outside a transaction, a session that lost
-its statements (DISCARD ALL by a pooler in session mode) or a statement whose plan no longer
-fits (a migration changed the type of a column it returns: "cached plan must not change result
-type") is prepared again and run once more; inside a transaction the error stands, as the
-transaction is already aborted. PgBouncer in transaction mode can send each statement to
-another server session: behind it set DATABASE_PREPARED_STATEMENTS=false, and the same SQL is
-sent as is.
-
-A persistent connection that the server ended while it sat idle (a restart, a failover,
-pg_terminate_backend) used to fail the next request or task that used it. The server says so
-on the socket: it sends its termination message and closes, so an idle session that has
-something to read is one the server ended. Each request and each task starts by looking, one
-poll() system call per open connection and no round trip (Django's CONN_HEALTH_CHECKS would
-send a SELECT 1 per request instead), and drops such a connection before anything uses it.
-A query the server ends while it runs cannot be saved that way: a safe request (GET, HEAD,
-OPTIONS) is then answered a second time on a new connection (ReadFailoverMiddleware), and a
-task is retried (config/celery.py DATABASE_RETRY). docs/decisions/hardening.md "13.".
+- A refused new connection (the server restarts) is tried again for up to
+  DATABASE_CONNECT_RETRY_SECONDS: nothing was sent yet, so waiting is always safe.
+- The per-request plain-SQL reads run as statements prepared once per session with SQL's
+  PREPARE: planning cost more than running (psycopg's `prepare=True` was slower here). A
+  session that lost them (DISCARD ALL) or whose plan no longer fits is prepared again outside a
+  transaction. Behind PgBouncer in transaction mode set DATABASE_PREPARED_STATEMENTS=false.
+- An idle connection the server ended has its termination message to read: each request and
+  task polls for it (no round trip, unlike CONN_HEALTH_CHECKS) and drops it. A safe request
+  whose connection is lost mid-query is answered again (ReadFailoverMiddleware).
 """
 
 import contextlib

@@ -1,13 +1,8 @@
-"""The relaxations `make run` turns on, under production settings.
+"""The relaxations `make run` turns on, under production settings (settings.DEVELOPMENT_OPT_INS).
 
-Deploy checks (`manage.py check --deploy`): errors, not warnings, so a production environment
-that inherited `make run`'s opt-ins does not pass with a line of output nobody reads. Django's
-own security.W012 / W016 still warn about the cookies as well.
-
-Production still runs with them (our own acceptance runs need them), but never silently: every
-process (web, worker, beat, any manage.py command) names each in a WARNING when it starts
-(`development_opt_ins_warn`, from the api app's ready()), and /status lists them
-(config/health.py). The list is settings.DEVELOPMENT_OPT_INS (config/settings/production.py).
+`manage.py check --deploy` fails on them (errors, not warnings nobody reads). Production still
+runs with them (our own acceptance runs need them), but never silently: every process names each
+in a WARNING at start (`development_opt_ins_warn`) and /status lists them.
 """
 
 import logging

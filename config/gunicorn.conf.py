@@ -1,10 +1,7 @@
-"""gunicorn's settings for the production image: the image links it as /app/gunicorn.conf.py,
-the file gunicorn reads from its working directory by default, so the image's command and any
-other gunicorn command run in the image (an operator's own bind, workers or timeout) start
-with these. A setting given on a command line still wins over this file.
-
-Workers: WEB_CONCURRENCY (gunicorn reads it itself; about 2 per core). No access log: the app
-logs one line per request (logger storefront.requests) with its request id.
+"""gunicorn's settings for the production image (linked as /app/gunicorn.conf.py, which gunicorn
+reads from its working directory, so any gunicorn command run in the image starts with them; a
+command-line setting still wins). Workers: WEB_CONCURRENCY. No access log: the app logs one
+line per request with its request id.
 """
 
 import os

@@ -1,15 +1,9 @@
-"""The checks behind /readyz and /status, each bounded in time.
+"""The checks behind /readyz and /status, each bounded in time (docs/decisions/hardening.md).
 
-A check returns a small dict with `status` "ok" or the reason it fails ("unavailable",
-"migrations_pending", "stale", ...); a dependency that does not answer raises CheckUnavailable
-from the driver's error. Causes (host names, driver messages) go to the log, not to the
-unauthenticated response, and only when a check changes state: ok -> failing is one ERROR
-with the cause, failing -> ok one INFO, a check that keeps failing logs nothing more (per
-process). A probe every few seconds during an outage used to log an ERROR each time.
-
-A check's run serves every probe of the next HEALTH_CHECK_RESULT_SECONDS (per process, shared
-by /readyz and /status): a flood of probes costs one run of each check per interval, not one
-database connection, broker round trip and migration-graph load per request.
+A check returns a small dict with `status` "ok" or the reason it fails; a dependency that does
+not answer raises CheckUnavailable. Causes go to the log, not to the unauthenticated response,
+and only when a check changes state. A check's run serves every probe of the next
+HEALTH_CHECK_RESULT_SECONDS (per process).
 """
 
 import logging

@@ -1,28 +1,7 @@
-"""Per-store totals of the big lists, kept exact by PostgreSQL triggers (issue 14, target 5).
-
-Counting a store's rows for `meta.total` was the whole cost of page 1 at scale (136 ms of a
-page at 1M coupons, docs/benchmarks/coupons-growth.md); reading one counter row is O(1). A
-`ListTotals` names a counted table, its totals table (one row per store, a Django model of the
-owning app) and each counter's condition on a counted row; it gives the SQL of the triggers
-(created by the owning app's migration), their backfill and the reconciliation.
-
-The triggers are statement-level with transition tables: a bulk write, an admin delete, a
-cascade or the retention prune costs one grouped statement on the totals, in the writer's
-transaction, whatever number of rows it touches. The cost is one row lock per store per write
-that changes a total, held until the writer commits (measured in docs/decisions/coupons.md).
-
-Rules the SQL keeps (docs/decisions/coupons.md "List growth"):
-- An insert upserts the store's row, so a store with counted rows always has one; a missing
-  row means 0 rows.
-- A delete only updates existing rows, never inserts one: during a store's cascade delete
-  Django may delete the totals row before the counted rows, and an upsert would resurrect it
-  for a store about to disappear (a foreign key violation at commit).
-- An update changes the totals only where the net change per store is non-zero: editing a
-  coupon does not touch the totals table; a soft delete or restore moves one count. A table
-  whose counters no update can change (`store_fixed`: deliveries) has no UPDATE trigger, only
-  a row guard refusing a change of store.
-- Rows are locked in store id order, so two multi-store writes cannot deadlock on them.
-- TRUNCATE of the counted table empties the totals table.
+"""Per-store totals of the big lists, kept exact by statement-level PostgreSQL triggers: an
+O(1) `meta.total` instead of counting a store's rows. `ListTotals` gives the SQL of the triggers
+(created by the owning app's migration), their backfill and the reconciliation. The rules the
+SQL keeps and their costs: docs/decisions/coupons.md "List growth".
 """
 
 from dataclasses import dataclass
@@ -145,15 +124,12 @@ class ListTotals:
         )
 
     def recount(self, *, store_id: int | None = None) -> list[dict]:
-        """Recomputes the totals (every store's, or one store's) and repairs them; returns the
-        drift found: one `{store_id, counter, stored, actual}` per wrong counter.
+        """Recomputes and repairs the totals (every store's, or one store's) inside a
+        transaction; returns one `{store_id, counter, stored, actual}` per wrong counter.
 
-        Inside a transaction. EXCLUSIVE on the totals table waits for the writers whose
-        triggers already ran to commit (their rows are then counted) and makes the others'
-        triggers wait (they apply their change on top of the repaired value); readers are not
-        blocked. Not SHARE ROW EXCLUSIVE: a delete's trigger locks its rows (FOR UPDATE, a
-        ROW SHARE table lock that mode lets through) before updating them, and would deadlock
-        with the repair of the same row.
+        EXCLUSIVE waits for the writers whose triggers ran and holds the others at theirs;
+        readers pass. Not SHARE ROW EXCLUSIVE: a delete's trigger takes FOR UPDATE (ROW SHARE,
+        which that mode lets through) and would deadlock with the repair of the same row.
         """
         where = "WHERE store_id = %(store)s" if store_id is not None else ""
         columns = [column for column, _ in self.counters]

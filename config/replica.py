@@ -1,15 +1,10 @@
 """Reads that may go to a streaming replica (DATABASE_REPLICA_URL): the event journal's pages
 and the delivery history (docs/decisions/events.md "Reads from a replica").
 
-Django's multi-database support does the routing: DATABASES["replica"] holds the replica, the
-journal's selector names it with `.using()`, and `ReplicaRouter` sends the reads made inside
-`read_preferring_replica` to it. Before each such read the replica is asked where it stands,
-in one statement (`replica_state`): a replica that is not configured, does not answer or is
-further behind than DATABASE_REPLICA_MAX_LAG_SECONDS is not used, and the read goes to the
-primary.
-
-A replica that does not answer is not asked again for DATABASE_REPLICA_RETRY_SECONDS (per
-process): a host that vanished would otherwise cost every request libpq's connect_timeout.
+`ReplicaRouter` sends the reads made inside `read_preferring_replica` to DATABASES["replica"]
+when one statement (`replica_state`) finds it configured, answering and within
+DATABASE_REPLICA_MAX_LAG_SECONDS; otherwise they go to the primary. A replica that does not
+answer is not asked again for DATABASE_REPLICA_RETRY_SECONDS (per process).
 """
 
 import contextvars

@@ -14,6 +14,7 @@ api_v1 = [
 api_v2 = [
     path("", include("accounts.urls")),
     path("", include("stores.urls")),
+    path("", include("coupons.urls_v2")),
     path("", include("orders.urls_v2")),
     path("", include("events.urls")),
     path("", include("webhooks.urls")),

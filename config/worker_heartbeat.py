@@ -1,13 +1,9 @@
-"""Worker heartbeats: whether some worker consumes each queue.
+"""Worker heartbeats: whether some worker consumes each queue (docs/decisions/health.md "Worker
+heartbeats (one per queue)").
 
-Beat sends a tiny task to each queue every WORKER_HEARTBEAT_SECONDS (config/settings/health.py);
-the worker that takes it from that queue records the time in the cache, and /status reports how
-long each queue has been silent.
-
-A heartbeat carries `expires`, but Redis keeps a message until a worker takes it (kombu's Redis
-transport has no per-message TTL; `expires` only makes the worker discard it). So beat sends a
-queue's next heartbeat only once the previous one was taken, or once it expired: a queue nobody
-consumes holds at most one heartbeat per expiry period instead of one per interval.
+Redis keeps a message until a worker takes it (`expires` only makes the worker discard it), so
+beat sends a queue's next heartbeat only once the previous one was taken or expired: a queue
+nobody consumes holds at most one heartbeat per expiry period.
 """
 
 import math

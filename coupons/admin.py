@@ -31,18 +31,47 @@ class CouponAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
         "store",
         "type",
         "discount",
+        "maximum_discount_amount",
+        "applies_to",
+        "targets",
         "usage",
         "expires_at",
         "is_deleted",
         "deleted_at",
     ]
     list_select_related = ["store"]
-    list_filter = [StoreSlugFilter, "type", DeletedFilter]
+    list_filter = [StoreSlugFilter, "type", "applies_to", "store_wide", DeletedFilter]
+    # The record's page shows every field, the issue-32 ones included, read-only.
+    fields = [
+        "store",
+        "code",
+        "type",
+        "discount",
+        "maximum_discount_amount",
+        "minimum_amount",
+        "applies_to",
+        "subscription_payments",
+        "store_wide",
+        "products",
+        "product_variants",
+        "limit",
+        "times_used",
+        "expires_at",
+        "created_at",
+        "updated_at",
+        "deleted_at",
+    ]
     search_fields = ["code"]
     autocomplete_fields = ["store"]
     date_hierarchy = "created_at"
     ordering = ["-id"]
     actions = ["soft_delete", "restore"]
+
+    @admin.display(description="applies to products")
+    def targets(self, coupon: Coupon) -> str:
+        if coupon.store_wide:
+            return "whole store"
+        return f"{len(coupon.products)} product(s), {len(coupon.product_variants)} variant(s)"
 
     @admin.display(description="usage")
     def usage(self, coupon: Coupon) -> str:

@@ -1,3 +1,6 @@
+from decimal import Decimal
+
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
@@ -12,6 +15,19 @@ PERCENTAGE_MAX_DISCOUNT = 100
 PERCENTAGE_DISCOUNT_RULE = (
     f"must be between 1 and {PERCENTAGE_MAX_DISCOUNT} for a PERCENTAGE coupon"
 )
+# Money and discounts: numeric(12,2), dollars with cents (docs/decisions/coupons.md "The whole
+# coupon (issue 32)").
+MONEY_DIGITS, MONEY_PLACES = 12, 2
+MONEY_MAX = Decimal("9999999999.99")
+SUBSCRIPTION_PAYMENTS_MAX = 36
+SUBSCRIPTION_PAYMENTS_RULE = (
+    f"The number of discounted payments must be between 1 and {SUBSCRIPTION_PAYMENTS_MAX}."
+)
+SUBSCRIPTIONS_DISCOUNT_RULE = (
+    "must be below 100 for a subscriptions coupon (offer a free trial instead)"
+)
+MAXIMUM_DISCOUNT_RULE = "applies to PERCENTAGE coupons only; send null for an AMOUNT coupon"
+TARGETS_RULE = "needs at least one product or product variant when store_wide is false"
 
 
 class CouponQuerySet(models.QuerySet):
@@ -30,22 +46,46 @@ class CouponQuerySet(models.QuerySet):
 class Coupon(models.Model):
     """A store's discount code (spec "Coupon (v1)"); deleted coupons keep their row.
 
-    Writes go through coupons/services.py. `discount` is a percentage (PERCENTAGE) or whole
-    dollars (AMOUNT); `minimum_amount` is whole dollars.
+    Writes go through coupons/services.py. `discount` is a percentage (PERCENTAGE) or dollars
+    (AMOUNT); `minimum_amount` and `maximum_discount_amount` (the cap of a PERCENTAGE coupon)
+    are dollars, all with cents. `products` and `product_variants` are ids the store's
+    catalogue gives them, kept as references: the service has no catalogue
+    (docs/decisions/coupons.md "The whole coupon (issue 32)").
     """
 
     TYPE_PERCENTAGE = "PERCENTAGE"
     TYPE_AMOUNT = "AMOUNT"
     TYPE_CHOICES = [(TYPE_PERCENTAGE, "Percentage"), (TYPE_AMOUNT, "Amount")]
+    APPLIES_TO_ONE_TIME = "one_time"
+    APPLIES_TO_SUBSCRIPTIONS = "subscriptions"
+    APPLIES_TO_CHOICES = [
+        (APPLIES_TO_ONE_TIME, "One-time purchases"),
+        (APPLIES_TO_SUBSCRIPTIONS, "Subscription payments"),
+    ]
 
     store = models.ForeignKey("stores.Store", on_delete=models.CASCADE, related_name="coupons")
-    code = models.CharField(max_length=64)
+    code = models.CharField(max_length=255)
     type = models.CharField(max_length=16, choices=TYPE_CHOICES)
-    discount = models.PositiveIntegerField()
+    discount = models.DecimalField(max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES)
     limit = models.PositiveIntegerField(null=True, blank=True)
     times_used = models.PositiveIntegerField(default=0)
     store_wide = models.BooleanField()
-    minimum_amount = models.PositiveIntegerField(null=True, blank=True)
+    minimum_amount = models.DecimalField(
+        max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES, null=True, blank=True
+    )
+    maximum_discount_amount = models.DecimalField(
+        max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES, null=True, blank=True
+    )
+    # db_default too: a row written by plain SQL (bench/list_growth.py) gets the defaults.
+    applies_to = models.CharField(
+        max_length=16,
+        choices=APPLIES_TO_CHOICES,
+        default=APPLIES_TO_ONE_TIME,
+        db_default=APPLIES_TO_ONE_TIME,
+    )
+    subscription_payments = models.PositiveSmallIntegerField(null=True, blank=True)
+    products = ArrayField(models.BigIntegerField(), default=list, db_default=[], blank=True)
+    product_variants = ArrayField(models.BigIntegerField(), default=list, db_default=[], blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -73,6 +113,21 @@ class Coupon(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(limit__isnull=True) | Q(limit__gte=1), name="coupon_limit_positive"
+            ),
+            # A subscriptions coupon discounts 1 to 36 payments; a one_time coupon stores null.
+            models.CheckConstraint(
+                condition=Q(applies_to="one_time", subscription_payments__isnull=True)
+                | Q(
+                    applies_to="subscriptions",
+                    subscription_payments__gte=1,
+                    subscription_payments__lte=SUBSCRIPTION_PAYMENTS_MAX,
+                ),
+                name="coupon_applies_to_payments",
+            ),
+            models.CheckConstraint(
+                condition=Q(maximum_discount_amount__isnull=True)
+                | Q(type="PERCENTAGE", maximum_discount_amount__gt=0),
+                name="coupon_maximum_discount_percentage",
             ),
         ]
         indexes = [
@@ -114,7 +169,55 @@ COUPON_TOTALS = ListTotals(
 )
 
 
-def discount_exceeds_type(*, type: str, discount: int) -> bool:
-    """The rule that ties two fields (docs/design.md "Coupons (v1)"): checked by the serializer on
-    the merged request and by the service again under the row lock."""
-    return type == Coupon.TYPE_PERCENTAGE and discount > PERCENTAGE_MAX_DISCOUNT
+# The fields the rules of `coupon_rule_errors` read, and what a replacement (PUT) or a
+# creation leaves them at when the body omits them.
+COUPON_DEFAULTS = {
+    "limit": None,
+    "minimum_amount": None,
+    "expires_at": None,
+    "maximum_discount_amount": None,
+    "applies_to": Coupon.APPLIES_TO_ONE_TIME,
+    "subscription_payments": None,
+    "products": [],
+    "product_variants": [],
+}
+TIED_FIELDS = (
+    "type",
+    "discount",
+    "maximum_discount_amount",
+    "applies_to",
+    "subscription_payments",
+    "store_wide",
+    "products",
+    "product_variants",
+)
+TARGET_FIELDS = ("store_wide", "products", "product_variants")
+
+
+def coupon_settle(state: dict) -> dict:
+    """`state` with what follows from it: a one_time coupon stores no payment count (the SDK's
+    rule: "A one_time coupon always stores null here")."""
+    if state.get("applies_to") == Coupon.APPLIES_TO_ONE_TIME:
+        return {**state, "subscription_payments": None}
+    return state
+
+
+def coupon_rule_errors(state: dict, *, targets: bool = True) -> dict[str, list[str]]:
+    """The rules that tie fields together (docs/design.md "Coupons (v1)"), on a whole coupon's
+    `TIED_FIELDS`: checked by the serializer on the merged request and by the service again
+    under the row lock. `targets=False` skips the store_wide/products rule, for an update that
+    touches none of them (coupons from before issue 32 may be store_wide false without ids)."""
+    errors: dict[str, list[str]] = {}
+    percentage = state["type"] == Coupon.TYPE_PERCENTAGE
+    subscriptions = state["applies_to"] == Coupon.APPLIES_TO_SUBSCRIPTIONS
+    if percentage and state["discount"] > PERCENTAGE_MAX_DISCOUNT:
+        errors["discount"] = [PERCENTAGE_DISCOUNT_RULE]
+    elif percentage and subscriptions and state["discount"] >= PERCENTAGE_MAX_DISCOUNT:
+        errors["discount"] = [SUBSCRIPTIONS_DISCOUNT_RULE]
+    if not percentage and state["maximum_discount_amount"] is not None:
+        errors["maximum_discount_amount"] = [MAXIMUM_DISCOUNT_RULE]
+    if subscriptions and state["subscription_payments"] is None:
+        errors["subscription_payments"] = [SUBSCRIPTION_PAYMENTS_RULE]
+    if targets and not state["store_wide"] and not (state["products"] or state["product_variants"]):
+        errors["products"] = [TARGETS_RULE]
+    return errors

@@ -165,7 +165,9 @@ class _Parser:
         for index, item in enumerate(items):
             where = f"{path}.{index}"
             if not isinstance(item, dict):
-                raise _refuse(where, "must be an object with field, operator and value")
+                # Named on the list (not its item): an item that is not a filter breaks the
+                # list's shape, the one rule read (length first: a long string is refused here).
+                raise _refuse(path, "must be a list of filters (objects: field, operator, value)")
             join = item.get("type", "and")
             if join not in ("and", "or"):
                 raise _refuse(f"{where}.type", "must be and or or")
@@ -300,7 +302,9 @@ def _ordering(sort: Any, *, fields: Mapping[str, SearchField], tiebreak: str) ->
     ordering = []
     for index, item in enumerate(sort):
         where = f"sort.{index}"
-        if not isinstance(item, dict) or item.get("field") not in fields:
+        if not isinstance(item, dict):
+            raise _refuse("sort", f"must be a list of at most {MAX_SORTS} sorts")
+        if item.get("field") not in fields:
             raise _refuse(f"{where}.field", "must name a field a search may name")
         direction = item.get("direction", "asc")
         if direction not in ("asc", "desc"):
@@ -313,8 +317,9 @@ def _ordering(sort: Any, *, fields: Mapping[str, SearchField], tiebreak: str) ->
     return tuple(ordering)
 
 
-# The coupon's own fields, as its representation names them (spec "Coupon (v1)"); the search
-# term looks in the code.
+# The coupon's own fields, as its representation names them (spec "Coupon (v1)", issue 32); the
+# search term looks in the code. `products` and `product_variants` are lists of references,
+# which no comparison of these operators reads as one value: not searchable.
 COUPON_FIELDS = {
     "id": integer("id"),
     "code": text("code"),
@@ -324,6 +329,9 @@ COUPON_FIELDS = {
     "store_wide": boolean("store_wide"),
     "minimum_amount": decimal("minimum_amount", nullable=True),
     "expires_at": timestamp("expires_at", nullable=True),
+    "maximum_discount_amount": decimal("maximum_discount_amount", nullable=True),
+    "applies_to": text("applies_to"),
+    "subscription_payments": integer("subscription_payments", nullable=True),
     "created_at": timestamp("created_at"),
     "updated_at": timestamp("updated_at"),
     "store_id": integer("store_id"),

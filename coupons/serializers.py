@@ -8,11 +8,10 @@ rules that need the database (live code uniqueness, the merged state under the r
 coupons/services.py.
 """
 
-from datetime import MAXYEAR, UTC, datetime
+from datetime import UTC, datetime
+from decimal import Decimal
 
 from django.core.validators import RegexValidator
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema_serializer,
@@ -21,42 +20,52 @@ from rest_framework import serializers
 
 from config.api.fields import (
     LengthFirstChoiceField,
-    LengthFirstMixin,
     StrictBooleanField,
-    StrictCharField,
     StrictIntegerField,
 )
 from config.api.schema import response_example
-from coupons.models import (
-    MAX_INTEGER,
-    PERCENTAGE_DISCOUNT_RULE,
-    PERCENTAGE_MAX_DISCOUNT,
-    Coupon,
-    discount_exceeds_type,
+from coupons.fields import (
+    APPLIES_TO_RULE,
+    CODE_MAX_LENGTH,
+    CODE_PATTERN,
+    CODE_RULE,
+    REQUIRED,
+    AmountField,
+    CodeField,
+    ExpiresAtField,
+    ProductIdsField,
+    integer_field,
+    messages_for,
+    type_field,
 )
-from coupons.selectors import LISTED_TIMESTAMPS
-
-REQUIRED = "is required"
-CODE_RULE = "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'"
-# \A and \Z: a whole-string match ("$" would let a trailing newline through); drf-spectacular
-# states them as ^ and $ in the schema's pattern.
-CODE_PATTERN = r"\A[A-Za-z0-9_-]{1,64}\Z"
-TYPE_RULE = "must be PERCENTAGE or AMOUNT"
-# The last whole second of year 9999 in UTC. "9999-12-31T23:59:59-01:00" is year 10000 in UTC:
-# PostgreSQL would store it, but no Python datetime (so no read of the row) could hold it.
-LATEST_EXPIRES_AT = datetime(MAXYEAR, 12, 31, 23, 59, 59, tzinfo=UTC)
-
+from coupons.models import (
+    COUPON_DEFAULTS,
+    PERCENTAGE_MAX_DISCOUNT,
+    SUBSCRIPTION_PAYMENTS_MAX,
+    SUBSCRIPTION_PAYMENTS_RULE,
+    TARGET_FIELDS,
+    TIED_FIELDS,
+    Coupon,
+    coupon_rule_errors,
+    coupon_settle,
+)
+from coupons.selectors import LISTED_AMOUNTS, LISTED_TIMESTAMPS
 
 # OpenAPI examples (spec "Coupon (v1)"), also used by coupons/views.py.
 COUPON_EXAMPLE = {
     "id": 42,
     "code": "SUMMER25",
     "type": "PERCENTAGE",
-    "discount": 25,
+    "discount": "25.00",
     "store_wide": True,
     "limit": 100,
-    "minimum_amount": 50,
+    "minimum_amount": "50.00",
     "expires_at": "2030-09-01T00:00:00Z",
+    "maximum_discount_amount": "40.00",
+    "applies_to": "one_time",
+    "subscription_payments": None,
+    "products": [],
+    "product_variants": [],
     "created_at": "2026-06-01T09:30:00Z",
     "updated_at": "2026-06-01T09:30:00Z",
     "store_id": 7,
@@ -65,21 +74,41 @@ COUPON_EXAMPLE = {
 # The request that creates COUPON_EXAMPLE: its writable fields.
 COUPON_CREATE_EXAMPLE = {
     name: COUPON_EXAMPLE[name]
-    for name in ("code", "type", "discount", "store_wide", "limit", "minimum_amount", "expires_at")
+    for name in (
+        "code",
+        "type",
+        "discount",
+        "store_wide",
+        "limit",
+        "minimum_amount",
+        "expires_at",
+        "maximum_discount_amount",
+    )
 }
+COUPON_CREATE_EXAMPLE["discount"] = 25
+COUPON_CREATE_EXAMPLE["minimum_amount"] = "50"
 COUPON_AMOUNT_CREATE_EXAMPLE = {
     "code": "TENOFF",
     "type": "AMOUNT",
-    "discount": 10,
-    "store_wide": True,
+    "discount": "9.99",
+    "store_wide": False,
+    "products": [1201, 1202],
+    "applies_to": "subscriptions",
+    "subscription_payments": 3,
 }
 COUPON_UPDATE_EXAMPLE = {"discount": 30, "expires_at": "2030-12-31T23:59:59Z"}
+COUPON_UPDATED_EXAMPLE = {
+    **COUPON_EXAMPLE,
+    "discount": "30.00",
+    "expires_at": "2030-12-31T23:59:59Z",
+}
 
 
 # The item of the paginated list (GET /api/v1/coupons builds its page example from it).
 @extend_schema_serializer(examples=[response_example("Coupon", COUPON_EXAMPLE)])
 class CouponSerializer(serializers.ModelSerializer):
-    """The bare v1 coupon: integer ids, every field present (null where unset), UTC `Z` times."""
+    """The coupon: integer ids, every field present (null where unset), amounts as quoted
+    numeric strings with two decimals, UTC `Z` times. Bare on v1, in `data` on v2."""
 
     store_id = serializers.IntegerField(read_only=True)
 
@@ -95,6 +124,11 @@ class CouponSerializer(serializers.ModelSerializer):
             "limit",
             "minimum_amount",
             "expires_at",
+            "maximum_discount_amount",
+            "applies_to",
+            "subscription_payments",
+            "products",
+            "product_variants",
             "created_at",
             "updated_at",
             "store_id",
@@ -110,11 +144,13 @@ class CouponSerializer(serializers.ModelSerializer):
         # compares both renderings.
         if isinstance(coupon, dict):
             # A listed coupon (coupons/selectors.py `coupon_listing`): its values, timestamps
-            # already rendered by PostgreSQL.
+            # and amounts already rendered by PostgreSQL.
             return {name: coupon[key] for name, key in LISTED_KEYS}
         representation = {name: getattr(coupon, name) for name in RESPONSE_FIELDS}
         for name in LISTED_TIMESTAMPS:
             representation[name] = utc_timestamp(representation[name])
+        for name in LISTED_AMOUNTS:
+            representation[name] = amount(representation[name])
         return representation
 
 
@@ -128,13 +164,26 @@ RESPONSE_FIELDS = (
     "store_wide",
     "minimum_amount",
     "expires_at",
+    "maximum_discount_amount",
+    "applies_to",
+    "subscription_payments",
+    "products",
+    "product_variants",
     "created_at",
     "updated_at",
     "store_id",
     "deleted_at",
 )
 # Each one's key in a listed coupon's dict.
-LISTED_KEYS = [(name, LISTED_TIMESTAMPS.get(name, name)) for name in RESPONSE_FIELDS]
+LISTED_KEYS = [
+    (name, LISTED_TIMESTAMPS.get(name) or LISTED_AMOUNTS.get(name) or name)
+    for name in RESPONSE_FIELDS
+]
+
+
+def amount(value: Decimal | None) -> str | None:
+    """A numeric(12,2) as the quoted string DRF's DecimalField renders: "25.00"."""
+    return None if value is None else f"{value:.2f}"
 
 
 def utc_timestamp(value: datetime | None) -> str | None:
@@ -144,106 +193,27 @@ def utc_timestamp(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _messages(rule: str) -> dict[str, str]:
-    """One message per field: its rule, whatever DRF's reason for refusing the value."""
-    reasons = [
-        "invalid",
-        "null",
-        "blank",
-        "min_value",
-        "max_value",
-        "max_length",
-        "min_length",
-        "max_string_length",
-        "invalid_choice",
-        "not_a_string",
-    ]
-    return {"required": REQUIRED, **dict.fromkeys(reasons, rule)}
-
-
-def _integer(minimum: int, maximum: int = MAX_INTEGER, **kwargs) -> StrictIntegerField:
-    rule = f"must be an integer between {minimum} and {maximum}"
-    if kwargs.get("allow_null"):
-        rule += " or null"
-    return StrictIntegerField(
-        min_value=minimum, max_value=maximum, error_messages=_messages(rule), **kwargs
-    )
-
-
-def _type(choices) -> LengthFirstChoiceField:
-    # Not coerced: ChoiceField compares str(value) with the choices, and no non-string JSON
-    # value prints as PERCENTAGE or AMOUNT.
-    return LengthFirstChoiceField(choices=choices, error_messages=_messages(TYPE_RULE))
-
-
-class ExpiresAtField(LengthFirstMixin, serializers.DateTimeField):
-    """ISO 8601 with a time zone, in the future, at most 9999-12-31T23:59:59Z in UTC; stored in
-    UTC. DRF's DateTimeField would give a naive value the server's zone. Its length is checked
-    first (config/api/fields.py): the longest timestamp is 32 characters
-    (9999-12-31T23:59:59.999999+00:00), padded with the spaces the parse strips."""
-
-    def input_length_limit(self) -> int:
-        return 64
-
-    def length_failure(self, data: str, limit: int):
-        self.fail("invalid")  # not a timestamp: the one message of a malformed one
-
-    default_error_messages = {
-        "invalid": "must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T23:59:59Z, "
-        "or null",
-        "past": "must be in the future",
-        "beyond": "must be at most 9999-12-31T23:59:59Z once converted to UTC",
-    }
-
-    def to_internal_value(self, value) -> datetime:
-        parsed = None
-        if isinstance(value, str):
-            try:
-                parsed = parse_datetime(value.strip())
-            except ValueError:
-                parsed = None
-        if parsed is None or parsed.tzinfo is None:
-            self.fail("invalid")
-        try:
-            in_utc = parsed.astimezone(UTC)
-        except OverflowError:
-            # Only year 1 or year 9999 with an offset can leave datetime's range; year 1 is past.
-            self.fail("past" if parsed.year < MAXYEAR else "beyond")
-        if in_utc > LATEST_EXPIRES_AT:
-            self.fail("beyond")
-        if in_utc <= timezone.now():
-            self.fail("past")
-        return in_utc
-
-
-class CodeField(StrictCharField):
-    """Its pattern states the length too, so a code over 64 characters broke both validators
-    with the same rule: one message per rule (issue 23). max_length stays for the schema."""
-
-    def run_validators(self, value):
-        try:
-            super().run_validators(value)
-        except serializers.ValidationError as error:
-            # By text: the two details carry different codes (max_length, invalid).
-            messages = list(dict.fromkeys(map(str, error.detail)))
-            raise serializers.ValidationError(messages) from None
-
-
 class CouponWriteSerializer(CouponSerializer):
     """A create or PATCH body: each writable field with its rule; other keys (id, store_id,
     timestamps, unknown ones) are ignored. PATCH (`partial=True`) checks the merged coupon."""
 
     code = CodeField(
-        max_length=64,
+        max_length=CODE_MAX_LENGTH,
         trim_whitespace=False,
         validators=[RegexValidator(CODE_PATTERN, message=CODE_RULE)],
-        error_messages=_messages(CODE_RULE),
+        error_messages=messages_for(CODE_RULE),
     )
-    type = _type(Coupon.TYPE_CHOICES)
-    discount = _integer(1, help_text="1 to 100 for PERCENTAGE; whole dollars for AMOUNT.")
-    store_wide = StrictBooleanField(error_messages=_messages("must be true or false"))
-    limit = _integer(1, required=False, allow_null=True)
-    minimum_amount = _integer(0, required=False, allow_null=True, help_text="Whole dollars.")
+    type = type_field(Coupon.TYPE_CHOICES)
+    discount = AmountField(
+        minimum=Decimal(1),
+        help_text="1 to 100 for PERCENTAGE (below 100 for a subscriptions coupon); dollars for "
+        "AMOUNT. Returned as a string with two decimals.",
+    )
+    store_wide = StrictBooleanField(error_messages=messages_for("must be true or false"))
+    limit = integer_field(1, required=False, allow_null=True)
+    minimum_amount = AmountField(
+        minimum=Decimal(0), required=False, nullable=True, help_text="Dollars."
+    )
     expires_at = ExpiresAtField(
         required=False,
         allow_null=True,
@@ -252,27 +222,58 @@ class CouponWriteSerializer(CouponSerializer):
         "9999-12-31T23:59:59Z once converted to UTC (so 9999-12-31T23:59:59-01:00 is refused); "
         "stored and returned in UTC.",
     )
+    maximum_discount_amount = AmountField(
+        minimum=Decimal("0.01"),
+        required=False,
+        nullable=True,
+        help_text="The most a PERCENTAGE coupon takes off, in dollars; null (no cap) for AMOUNT.",
+    )
+    applies_to = LengthFirstChoiceField(
+        choices=Coupon.APPLIES_TO_CHOICES,
+        required=False,
+        error_messages=messages_for(APPLIES_TO_RULE),
+        help_text="one_time (the default) or subscriptions.",
+    )
+    subscription_payments = StrictIntegerField(
+        min_value=1,
+        max_value=SUBSCRIPTION_PAYMENTS_MAX,
+        required=False,
+        allow_null=True,
+        error_messages=messages_for(SUBSCRIPTION_PAYMENTS_RULE),
+        help_text="How many payments a subscriptions coupon discounts (the signup payment "
+        "first); required with subscriptions, stored as null for one_time.",
+    )
+    products = ProductIdsField(
+        required=False,
+        help_text="Ids of the store's products; store_wide false needs at least one product or "
+        "variant. Kept as references (docs/decisions/coupons.md).",
+    )
+    product_variants = ProductIdsField(required=False, help_text="Ids of product variants.")
 
     def validate(self, attrs: dict) -> dict:
-        # On PATCH the stored values fill what the body leaves out: switching `type` to
-        # PERCENTAGE over a stored discount of 150 is refused on `discount`.
-        merged = {
-            name: attrs.get(name, getattr(self.instance, name, None))
-            for name in ("type", "discount")
-        }
-        if discount_exceeds_type(**merged):
-            raise serializers.ValidationError({"discount": [PERCENTAGE_DISCOUNT_RULE]})
+        # PATCH merges over the stored coupon (switching `type` to PERCENTAGE over a stored
+        # discount of 150 is refused on `discount`); create and PUT over COUPON_DEFAULTS.
+        if self.partial and self.instance is not None:
+            base = {name: getattr(self.instance, name) for name in TIED_FIELDS}
+        else:
+            base = COUPON_DEFAULTS
+        state = coupon_settle({**base, **attrs})
+        targets = not self.partial or any(name in attrs for name in TARGET_FIELDS)
+        if errors := coupon_rule_errors(state, targets=targets):
+            raise serializers.ValidationError(errors)
         return attrs
 
 
 class CouponPercentageSerializer(CouponWriteSerializer):
-    type = _type([Coupon.TYPE_PERCENTAGE])
-    discount = _integer(1, PERCENTAGE_MAX_DISCOUNT, help_text="A percentage.")
+    type = type_field([Coupon.TYPE_PERCENTAGE])
+    discount = AmountField(
+        minimum=Decimal(1), maximum=Decimal(PERCENTAGE_MAX_DISCOUNT), help_text="A percentage."
+    )
 
 
 class CouponAmountSerializer(CouponWriteSerializer):
-    type = _type([Coupon.TYPE_AMOUNT])
-    discount = _integer(1, help_text="Whole dollars.")
+    type = type_field([Coupon.TYPE_AMOUNT])
+    discount = AmountField(minimum=Decimal(1), help_text="Dollars.")
 
 
 # The create body as the schema states it: the discount range depends on the type. Requests

@@ -2,7 +2,6 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -11,7 +10,14 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from config.api.errors import NotFound, ValidationFailed
-from coupons.models import PERCENTAGE_DISCOUNT_RULE, Coupon, discount_exceeds_type
+from coupons.models import (
+    COUPON_DEFAULTS,
+    TARGET_FIELDS,
+    TIED_FIELDS,
+    Coupon,
+    coupon_rule_errors,
+    coupon_settle,
+)
 from events.services import record
 from stores.models import Store
 
@@ -64,69 +70,79 @@ def _coupon_lock(coupon: Coupon, *, deleted: bool = False) -> Coupon:
     return locked
 
 
-def coupon_create(
-    *,
-    store: Store,
-    code: str,
-    type: str,
-    discount: int,
-    store_wide: bool,
-    limit: int | None = None,
-    minimum_amount: int | None = None,
-    expires_at: datetime | None = None,
-) -> Coupon:
-    """Creates a coupon from values that passed CouponWriteSerializer's field rules."""
+def _coupon_insert(coupon: Coupon) -> None:
+    """Saves a new coupon and records its creation (inside the caller's transaction)."""
+    _coupon_save_with_live_code(coupon)
+    record(store=coupon.store, type="coupon.created", subject=coupon, data={})
+
+
+def _coupon_new(store: Store, values: Mapping[str, Any]) -> Coupon:
     now = timezone.now()
-    coupon = Coupon(
-        store=store,
-        code=code,
-        type=type,
-        discount=discount,
-        store_wide=store_wide,
-        limit=limit,
-        minimum_amount=minimum_amount,
-        expires_at=expires_at,
-        created_at=now,
-        updated_at=now,
-    )
+    state = coupon_settle({**COUPON_DEFAULTS, **values})
+    return Coupon(store=store, **state, created_at=now, updated_at=now)
+
+
+def coupon_create(*, store: Store, **values: Any) -> Coupon:
+    """Creates a coupon from values that passed CouponWriteSerializer's rules (code, type,
+    discount, store_wide and any of COUPON_DEFAULTS' fields)."""
+    coupon = _coupon_new(store, values)
     with transaction.atomic(durable=True):
-        _coupon_save_with_live_code(coupon)
-        record(store=store, type="coupon.created", subject=coupon, data={})
+        _coupon_insert(coupon)
+    return coupon
+
+
+def _coupon_change(coupon: Coupon, changes: Mapping[str, Any], *, replace: bool) -> Coupon:
+    """Applies `changes` to the locked `coupon` (inside the caller's transaction): a PATCH's
+    fields over the stored ones, or (`replace`) a PUT's over COUPON_DEFAULTS.
+
+    The merged coupon is checked again on the locked row: the serializer checked it against
+    the row it read, and a concurrent write may have changed that row since (one switching
+    `type` to PERCENTAGE, another raising `discount` to 150: each valid alone). A request that
+    changes nothing leaves `updated_at` alone and records no event.
+    """
+    current = {name: getattr(coupon, name) for name in TIED_FIELDS}
+    if replace:
+        wanted = coupon_settle({**COUPON_DEFAULTS, **changes})
+    else:
+        merged = coupon_settle({**current, **changes})
+        wanted = {**changes, "subscription_payments": merged["subscription_payments"]}
+    targets = replace or any(name in changes for name in TARGET_FIELDS)
+    if errors := coupon_rule_errors({**current, **wanted}, targets=targets):
+        raise ValidationFailed(errors)
+    changed = {name: value for name, value in wanted.items() if getattr(coupon, name) != value}
+    if not changed:
+        return coupon
+    for name, value in changed.items():
+        setattr(coupon, name, value)
+    coupon.updated_at = timezone.now()
+    _coupon_save_with_live_code(coupon)
+    record(store=coupon.store, type="coupon.updated", subject=coupon, data={})
     return coupon
 
 
 def coupon_update(*, coupon: Coupon, changes: Mapping[str, Any]) -> Coupon:
-    """Applies `changes` (writable fields that passed the serializer's field rules).
-
-    The merged coupon is checked again on the locked row: the serializer checked it against
-    the row it read, and a concurrent PATCH may have changed that row since (one switching
-    `type` to PERCENTAGE, another raising `discount` to 150: each valid alone). A request that
-    changes nothing leaves `updated_at` alone and records no event.
-    """
+    """PATCH: applies `changes` (writable fields that passed the serializer's rules)."""
     with transaction.atomic(durable=True):
-        coupon = _coupon_lock(coupon)
-        merged = {name: changes.get(name, getattr(coupon, name)) for name in ("type", "discount")}
-        if discount_exceeds_type(**merged):
-            raise ValidationFailed.field("discount", PERCENTAGE_DISCOUNT_RULE)
-        changed = {name: value for name, value in changes.items() if getattr(coupon, name) != value}
-        if not changed:
-            return coupon
-        for name, value in changed.items():
-            setattr(coupon, name, value)
-        coupon.updated_at = timezone.now()
-        _coupon_save_with_live_code(coupon)
-        record(store=coupon.store, type="coupon.updated", subject=coupon, data={})
+        return _coupon_change(_coupon_lock(coupon), changes, replace=False)
+
+
+def coupon_replace(*, coupon: Coupon, values: Mapping[str, Any]) -> Coupon:
+    """PUT: the coupon becomes `values`, the fields they omit back at COUPON_DEFAULTS."""
+    with transaction.atomic(durable=True):
+        return _coupon_change(_coupon_lock(coupon), values, replace=True)
+
+
+def _coupon_soft_delete(coupon: Coupon) -> Coupon:
+    coupon.deleted_at = coupon.updated_at = timezone.now()
+    coupon.save(update_fields=["deleted_at", "updated_at"])
+    record(store=coupon.store, type="coupon.deleted", subject=coupon, data={})
     return coupon
 
 
 def coupon_delete(*, coupon: Coupon) -> Coupon:
     """Soft delete: the row stays (listed with trashed filters); the code becomes free."""
     with transaction.atomic(durable=True):
-        coupon = _coupon_lock(coupon)
-        coupon.deleted_at = coupon.updated_at = timezone.now()
-        coupon.save(update_fields=["deleted_at", "updated_at"])
-        record(store=coupon.store, type="coupon.deleted", subject=coupon, data={})
-    return coupon
+        return _coupon_soft_delete(_coupon_lock(coupon))
 
 
 def coupon_restore(*, coupon: Coupon) -> Coupon:
@@ -143,6 +159,74 @@ def coupon_restore(*, coupon: Coupon) -> Coupon:
     return coupon
 
 
+# Batches (docs/decisions/coupons.md "Batches"): all or nothing in one transaction, each
+# coupon written and journalled as its single write would be; an error names the resource
+# (`resources.<i>` of a list, `resources.<id>` of an update) and its field.
+BATCH_MAX = 100
+
+
+def _in_resource(key, error: ValidationFailed) -> ValidationFailed:
+    return ValidationFailed(
+        {f"resources.{key}.{field}": messages for field, messages in (error.errors or {}).items()}
+    )
+
+
+def _coupons_locked(store: Store, keyed_ids: Mapping[Any, int]) -> dict[Any, Coupon]:
+    """The live coupons of `store` named by `keyed_ids` (key -> id), locked in id order (two
+    batches over the same coupons wait rather than deadlock); a 422 names each missing one."""
+    locked = {
+        coupon.pk: coupon
+        for coupon in Coupon.objects.live()
+        .select_for_update(of=("self",))
+        .filter(store=store, pk__in=set(keyed_ids.values()))
+        .order_by("pk")
+    }
+    missing = {
+        f"resources.{key}": ["is not a live coupon of this store"]
+        for key, coupon_id in keyed_ids.items()
+        if coupon_id not in locked
+    }
+    if missing:
+        raise ValidationFailed(missing)
+    for coupon in locked.values():
+        coupon.store = store
+    return {key: locked[coupon_id] for key, coupon_id in keyed_ids.items()}
+
+
+def coupon_batch_create(*, store: Store, resources: list[Mapping[str, Any]]) -> list[Coupon]:
+    """Creates every coupon of `resources` (each passed CouponWriteSerializer), or none."""
+    coupons = [_coupon_new(store, values) for values in resources]
+    with transaction.atomic(durable=True):
+        for index, coupon in enumerate(coupons):
+            try:
+                _coupon_insert(coupon)
+            except ValidationFailed as error:
+                raise _in_resource(index, error) from None
+    return coupons
+
+
+def coupon_batch_update(
+    *, store: Store, resources: Mapping[int, Mapping[str, Any]]
+) -> list[Coupon]:
+    """Applies each coupon id's changes, as PATCH would, or none of them."""
+    with transaction.atomic(durable=True):
+        coupons = _coupons_locked(store, {coupon_id: coupon_id for coupon_id in resources})
+        updated = []
+        for coupon_id, changes in resources.items():
+            try:
+                updated.append(_coupon_change(coupons[coupon_id], changes, replace=False))
+            except ValidationFailed as error:
+                raise _in_resource(coupon_id, error) from None
+    return updated
+
+
+def coupon_batch_delete(*, store: Store, coupon_ids: list[int]) -> list[Coupon]:
+    """Soft-deletes each listed live coupon of `store`, or none of them."""
+    with transaction.atomic(durable=True):
+        coupons = _coupons_locked(store, dict(enumerate(coupon_ids)))
+        return [_coupon_soft_delete(coupons[index]) for index in range(len(coupon_ids))]
+
+
 @dataclass(frozen=True)
 class CouponApplication:
     coupon: Coupon
@@ -150,12 +234,20 @@ class CouponApplication:
 
 
 def coupon_discount_cents(coupon: Coupon, order_total_cents: int) -> int:
-    """PERCENTAGE rounds down to the cent; AMOUNT is whole dollars; capped at the total."""
+    """PERCENTAGE rounds down to the cent and stops at `maximum_discount_amount`; AMOUNT is
+    dollars with cents; capped at the total."""
     if coupon.type == Coupon.TYPE_PERCENTAGE:
-        discount = order_total_cents * coupon.discount // 100
+        discount = int(order_total_cents * coupon.discount // 100)
+        if coupon.maximum_discount_amount is not None:
+            discount = min(discount, int(coupon.maximum_discount_amount * 100))
     else:
-        discount = coupon.discount * 100
+        discount = int(coupon.discount * 100)
     return max(0, min(discount, order_total_cents))
+
+
+def dollars(amount) -> str:
+    """`amount` as a message shows it: 20 rather than 20.00, 19.99 as it is."""
+    return f"{amount:f}".removesuffix(".00")
 
 
 def coupon_apply(*, store: Store, code: str, order_total_cents: int) -> CouponApplication:
@@ -179,10 +271,13 @@ def coupon_apply(*, store: Store, code: str, order_total_cents: int) -> CouponAp
     now = timezone.now()
     if coupon.expires_at is not None and coupon.expires_at <= now:
         raise ValidationFailed.field(COUPON_CODE_FIELD, "has expired")
+    if coupon.applies_to == Coupon.APPLIES_TO_SUBSCRIPTIONS:
+        # Orders here are one-time purchases: a subscriptions coupon has nothing to discount.
+        raise ValidationFailed.field(COUPON_CODE_FIELD, "applies to subscription payments only")
     if coupon.minimum_amount is not None and order_total_cents < coupon.minimum_amount * 100:
         raise ValidationFailed.field(
             COUPON_CODE_FIELD,
-            f"needs an order total of at least {coupon.minimum_amount} dollars",
+            f"needs an order total of at least {dollars(coupon.minimum_amount)} dollars",
         )
     counted = (
         Coupon.objects.live()

@@ -1,95 +1,45 @@
-"""v1 coupon endpoints (spec "Coupons (v1)"): API keys only, scoped to the resolved store."""
+"""Coupon endpoints (spec "Coupons (v1)", issue 32): v1 for API keys with bare single coupons,
+v2 for API keys and OAuth tokens (X-STORE) with `{"data": coupon}`; both scoped to the resolved
+store. Their schema is coupons/schema.py."""
 
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    extend_schema,
-    extend_schema_view,
-)
+from django_filters.utils import translate_validation
 from rest_framework import mixins, status
+from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
 from config.api.idempotency import idempotent
 from config.api.pagination import LaravelPagination
-from config.api.schema import RequiredBodySchema, error_responses, response_example
+from coupons import bodies
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon
-from coupons.selectors import LISTED_COUPONS, coupon_get
-from coupons.serializers import (
-    COUPON_AMOUNT_CREATE_EXAMPLE,
-    COUPON_CREATE_EXAMPLE,
-    COUPON_EXAMPLE,
-    COUPON_UPDATE_EXAMPLE,
-    CouponCreateRequest,
-    CouponSerializer,
-    CouponWriteSerializer,
+from coupons.schema import (
+    BATCH_DELETE_SCHEMA,
+    BATCH_UPDATE_SCHEMA,
+    CouponSchema,
+    CouponV2Schema,
+    coupon_schema,
 )
-from coupons.services import coupon_create, coupon_delete, coupon_update
+from coupons.selectors import LISTED_COUPONS, coupon_get, coupon_search, coupons_get_many
+from coupons.serializers import CouponSerializer, CouponWriteSerializer
+from coupons.services import (
+    coupon_batch_create,
+    coupon_batch_delete,
+    coupon_batch_update,
+    coupon_create,
+    coupon_delete,
+    coupon_replace,
+    coupon_update,
+)
 from stores.access import ApiKeyOnly, StorePermission
 
-# The router's path regex would give `id` the schema of a string of digits; the spec says integer.
-COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
 
-
-@extend_schema_view(
-    list=extend_schema(
-        operation_id="coupons_list",
-        summary="List the store's coupons, oldest first (id order)",
-        description="A Laravel-style page of the store's live coupons; `with_trashed=true` adds "
-        "the soft-deleted ones, `only_trashed=true` lists only them. API keys only (v1).",
-        responses={200: CouponSerializer(many=True), **error_responses(403, 422)},
-    ),
-    create=extend_schema(
-        operation_id="coupons_create",
-        summary="Create a coupon",
-        description="A percentage or amount coupon; its code must be unused among the store's "
-        "live coupons (422 on `code` otherwise). API keys only (v1).",
-        request=CouponCreateRequest,
-        responses={201: CouponSerializer, **error_responses(403, 409, 415, 422)},
-        examples=[
-            OpenApiExample("Percentage", value=COUPON_CREATE_EXAMPLE, request_only=True),
-            OpenApiExample("Amount", value=COUPON_AMOUNT_CREATE_EXAMPLE, request_only=True),
-            response_example("Created", COUPON_EXAMPLE, 201),
-        ],
-    ),
-    retrieve=extend_schema(
-        operation_id="coupons_retrieve",
-        parameters=[COUPON_ID_PARAMETER],
-        summary="A live coupon of the store",
-        description="A soft-deleted coupon, or another store's, is a 404. API keys only (v1).",
-        responses={200: CouponSerializer, **error_responses(403, 404)},
-    ),
-    partial_update=extend_schema(
-        operation_id="coupons_update",
-        parameters=[COUPON_ID_PARAMETER],
-        summary="Change some fields of a live coupon",
-        description="Only the fields sent change; the result is checked as a whole (422). A "
-        "code already used by a live coupon is a 422 on `code`. API keys only (v1).",
-        request=CouponWriteSerializer(partial=True),
-        responses={200: CouponSerializer, **error_responses(403, 404, 409, 415, 422)},
-        examples=[
-            OpenApiExample(
-                "New discount and expiry", value=COUPON_UPDATE_EXAMPLE, request_only=True
-            ),
-            response_example("Updated", {**COUPON_EXAMPLE, **COUPON_UPDATE_EXAMPLE}),
-        ],
-    ),
-    destroy=extend_schema(
-        operation_id="coupons_destroy",
-        parameters=[COUPON_ID_PARAMETER],
-        summary="Soft-delete a coupon (204); it then answers 404 and frees its code",
-        description="The coupon stays listed with `with_trashed` / `only_trashed` but can no "
-        "longer be read, changed or applied. API keys only (v1).",
-        request=None,
-        responses={204: None, **error_responses(403, 404, 409, 422)},
-    ),
-)
-class CouponViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
-    # No `update` action: PUT on a coupon is a 405 (the spec has PATCH only).
+@coupon_schema(version=1)
+class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     permission_classes = [ApiKeyOnly, StorePermission]
     permission_area = "coupon"
+    read_actions = ("search",)  # a POST that reads: coupon:read is enough
     queryset = LISTED_COUPONS  # every coupon as listed, in id order
     serializer_class = CouponSerializer
     filter_backends = [DjangoFilterBackend]
@@ -97,7 +47,7 @@ class CouponViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVie
     pagination_class = LaravelPagination.documented_at("/api/v1/coupons")
     lookup_url_kwarg = "id"  # the spec's path parameter name
     lookup_value_regex = "[0-9]+"
-    schema = RequiredBodySchema()
+    schema = CouponSchema()
 
     def get_queryset(self):
         return self.queryset.of_store(self.request.store)
@@ -105,22 +55,93 @@ class CouponViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVie
     def get_object(self) -> Coupon:
         return coupon_get(store=self.request.store, coupon_id=int(self.kwargs["id"]))
 
+    def one(self, coupon: Coupon, status: int = status.HTTP_200_OK) -> Response:
+        """A single coupon as this version answers it: v1's bare object."""
+        return Response(CouponSerializer(coupon).data, status=status)
+
+    def many(self, coupons: list[Coupon], status: int = status.HTTP_200_OK) -> Response:
+        return Response({"data": CouponSerializer(coupons, many=True).data}, status=status)
+
     @idempotent(operation="coupons.create", replayed_statuses=[201, 422])
     def create(self, request):
         body = CouponWriteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         coupon = coupon_create(store=request.store, **body.validated_data)
-        return Response(CouponSerializer(coupon).data, status=status.HTTP_201_CREATED)
+        return self.one(coupon, status.HTTP_201_CREATED)
+
+    def retrieve(self, request, id: str):
+        return self.one(self.get_object())
+
+    @idempotent(operation="coupons.replace", replayed_statuses=[200, 404, 422])
+    def update(self, request, id: str):
+        coupon = self.get_object()
+        body = CouponWriteSerializer(coupon, data=request.data)
+        body.is_valid(raise_exception=True)
+        return self.one(coupon_replace(coupon=coupon, values=body.validated_data))
 
     @idempotent(operation="coupons.update", replayed_statuses=[200, 404, 422])
     def partial_update(self, request, id: str):
         coupon = self.get_object()
         body = CouponWriteSerializer(coupon, data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        coupon = coupon_update(coupon=coupon, changes=body.validated_data)
-        return Response(CouponSerializer(coupon).data)
+        return self.one(coupon_update(coupon=coupon, changes=body.validated_data))
 
     @idempotent(operation="coupons.delete", replayed_statuses=[204, 404])
     def destroy(self, request, id: str):
         coupon_delete(coupon=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @action(detail=False, methods=["post"], url_path="search")
+    def search(self, request):
+        """The list's queryset, FilterSet (with_trashed, only_trashed as query parameters) and
+        paginator, narrowed and ordered by the body."""
+        search = bodies.search_body(request.data)
+        coupons = self.get_queryset()
+        listing = DjangoFilterBackend().get_filterset(request, coupons, self)
+        if not listing.is_valid():
+            raise translate_validation(listing.errors)
+        coupons = coupon_search(
+            coupons, store=request.store, trashed=listing.trashed(), search=search
+        )
+        page = self.paginate_queryset(coupons)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @action(detail=False, methods=["post"], url_path="batch")
+    @idempotent(operation="coupons.batch_create", replayed_statuses=[201, 422])
+    def batch_create(self, request):
+        resources = bodies.batch_create_resources(request.data)
+        coupons = coupon_batch_create(store=request.store, resources=resources)
+        return self.many(coupons, status.HTTP_201_CREATED)
+
+    @batch_create.mapping.patch
+    @BATCH_UPDATE_SCHEMA
+    @idempotent(operation="coupons.batch_update", replayed_statuses=[200, 422])
+    def batch_update(self, request):
+        keyed_ids = bodies.batch_update_ids(request.data)
+        coupons = coupons_get_many(store=request.store, keyed_ids=keyed_ids)
+        resources = bodies.batch_update_resources(request.data, coupons)
+        return self.many(coupon_batch_update(store=request.store, resources=resources))
+
+    @batch_create.mapping.delete
+    @BATCH_DELETE_SCHEMA
+    @idempotent(operation="coupons.batch_delete", replayed_statuses=[200, 422])
+    def batch_delete(self, request):
+        coupon_ids = bodies.batch_delete_ids(request.data)
+        return self.many(coupon_batch_delete(store=request.store, coupon_ids=coupon_ids))
+
+
+@coupon_schema(version=2)
+class CouponV2ViewSet(CouponViewSet):
+    """v2: API keys as on v1, and OAuth tokens with X-STORE (stores.access.StorePermission);
+    single coupons in `data`, and a deletion answers the deleted coupon."""
+
+    permission_classes = [StorePermission]
+    pagination_class = LaravelPagination.documented_at("/api/v2/coupons")
+    schema = CouponV2Schema()
+
+    def one(self, coupon: Coupon, status: int = status.HTTP_200_OK) -> Response:
+        return Response({"data": CouponSerializer(coupon).data}, status=status)
+
+    @idempotent(operation="coupons.delete", replayed_statuses=[200, 404])
+    def destroy(self, request, id: str):
+        return self.one(coupon_delete(coupon=self.get_object()))

@@ -1,31 +1,13 @@
-"""Journal cursors (docs/design.md "Event journal"): opaque, bound to the store and the exact
-filter set.
+"""Journal cursors: opaque, bound to the store and the exact filter set (docs/decisions/events.md
+"Cursors", docs/decisions/hardening.md "7." and "8 (event cursors).").
 
-A cursor carries the position (txid, event id) up to which the client has seen every event
-matching its filters (none yet: the start) and the store's prune mark as it was when the
-cursor was issued, which is what tells a cursor that retention has since deleted events it
-had not reached (410) from one that merely started after older events were gone.
-
-The position is the last event served, or `(txid, "")` when the page proved that no matching
-event with a lower txid is left to serve (events/selectors.py `_next_position`). The empty id
-sorts before every real id, so both forms share one encoding, and cursors issued before the
-scanned-through form existed decode unchanged.
-
-A cursor also carries its place in the chain of cursors that led to it (`sequence`): the
-cursor a page answers with is numbered one more than the cursor it was asked with, so it never
-equals it, also when the position did not move (an idle journal). Generated API clients refuse
-a `next_cursor` equal to the cursor they sent (cycle detection). The sequence is not part of
-the position: two cursors of one position serve the same events.
-
-A cursor is sealed with authenticated encryption (AES-GCM-SIV, RFC 8452; a key derived from
-SECRET_KEY): its holder learns nothing from it, neither the internal store id nor the journal
-position, whose transaction ids move with every write of every tenant (docs/decisions/
-hardening.md "7."). Every cursor is padded to one length, so its size tells nothing either.
-It is opened with SECRET_KEY or any of SECRET_KEY_FALLBACKS, so a key rotation keeps issued
-cursors valid until the old key leaves the fallbacks ("8 (event cursors).").
-
-Cursors issued before that (Django-signed, `payload:signature`) are still read, never issued:
-a poller's next page already answers with a sealed one.
+A cursor carries the position up to which the client has seen every matching event (the last
+event served, or `(txid, "")` when the page scanned through), the store's prune mark when it was
+issued (what tells a 410 apart) and its place in the chain (`sequence`): the next cursor is
+numbered one more, so it never equals the one asked with, which generated clients would refuse
+as a cycle. It is sealed with AES-GCM-SIV under a key derived from SECRET_KEY (opened with the
+fallbacks too) and padded to one length, so it tells nothing. Django-signed cursors from before
+are read, never issued.
 """
 
 import base64
@@ -71,7 +53,7 @@ class JournalCursor:
     def successor(
         self, *, position: JournalPosition | None, prune_mark: JournalPosition | None
     ) -> "JournalCursor":
-        """The cursor a page answers this one with: never equal to it (module docstring)."""
+        """The cursor a page answers this one with: never equal to it (`sequence`)."""
         return JournalCursor(position=position, prune_mark=prune_mark, sequence=self.sequence + 1)
 
 

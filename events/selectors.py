@@ -98,23 +98,16 @@ def _next_position(
     limit: int,
     horizon: int,
 ) -> JournalPosition | None:
-    """How far the client has now seen the journal under its filters.
-
-    At least the last event served. Beyond it, the page also proves that no MATCHING event
-    lies before the first one it did not serve: the (limit+1)-th row if there is one, else the
-    horizon (every transaction below it had finished before the page was read, so all its
-    matching rows were in the page). `(txid, "")` records "every matching event with a lower
-    txid was seen"; it sorts before every real id of txid, so the next page still starts at
-    txid. Recording this, rather than only the last match, is what keeps a filtered cursor
-    from expiring when retention deletes OTHER events of the store behind the horizon.
-    """
+    """How far the client has now seen the journal under its filters: at least the last event
+    served, and `(txid, "")` of the first row not served (the (limit+1)-th, else the horizon):
+    no matching event with a lower txid is left. This keeps a filtered cursor from expiring
+    when retention deletes OTHER events of the store (docs/decisions/events.md
+    "Scanned-through positions")."""
     candidates = [position] if position is not None else []
     if page:
         candidates.append(JournalPosition(txid=page[-1].txid, event_id=page[-1].id))
-    if len(rows) > limit:
-        candidates.append(JournalPosition(txid=rows[limit].txid, event_id=""))
-    else:
-        candidates.append(JournalPosition(txid=horizon, event_id=""))
+    scanned_to = rows[limit].txid if len(rows) > limit else horizon
+    candidates.append(JournalPosition(txid=scanned_to, event_id=""))
     return max(candidates, default=None)
 
 

@@ -6,10 +6,7 @@ Which counters a failed sign-in is counted in and refused by, at LOGIN_FAILURE_L
 an unknown client, its address's and the username's; a browser known for the username (the
 signed `known_browser` cookie holds the account's mark), only the known browsers' own
 per-username counter; a known address (IPv6: network) without the cookie, only its address's.
-
-The marks and the address keys are keyed with SECRET_KEY; while a key is rotated out
-(SECRET_KEY_FALLBACKS, docs/production.md "Rotating SECRET_KEY") what it made is still
-recognised, and a sign-in makes them again with the new key.
+The marks and address keys made with a SECRET_KEY_FALLBACKS key are still recognised.
 """
 
 import functools

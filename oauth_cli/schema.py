@@ -1,14 +1,9 @@
-"""The OAuth protocol endpoints in /api/schema/ (spec "Discovery and OAuth protocol"): how they
-are described.
+"""The OAuth protocol endpoints in /api/schema/: what their descriptions share.
 
 drf-spectacular describes DRF views only, and these are django-oauth-toolkit's and Django's:
-each endpoint class (oauth_cli/schema_browser.py, the authorization endpoint a browser uses;
-oauth_cli/schema_cli.py, the endpoints the CLI calls) is a DRF view that never serves a
+each endpoint class (schema_browser.py, schema_cli.py) is a DRF view that never serves a
 request, attached to the real view's callable by `describes` (oauth_cli/urls.py) so the
-generator finds it at the real path. Its `extend_schema` and the serializers of
-oauth_cli/serializers.py are the description: form bodies, the `{error, error_description}`
-object of RFC 6749 §5.2, redirects, the consent page, and the business envelope on 429 and
-500. This module holds what they share.
+generator finds it at the real path.
 """
 
 import copy

@@ -114,7 +114,8 @@ def resolve_store_context(request) -> StoreContext:
 
 
 class StorePermission(BasePermission):
-    """Resolves the store and requires `view.permission_area` (read for GET, else write).
+    """Resolves the store and requires `view.permission_area` (read for GET and the view's
+    `read_actions`, else write).
 
     `permission_area = None` (deliberately) resolves the store without an area check, for
     `/permissions`, which tells a client what it may do.
@@ -131,7 +132,11 @@ class StorePermission(BasePermission):
         context = resolve_store_context(request)
         area = view.permission_area
         if area is not None:
-            needed = f"{area}:{'read' if request.method in SAFE_METHODS else 'write'}"
+            # A view's `read_actions` read through another method (a search's POST body).
+            reads = request.method in SAFE_METHODS or getattr(view, "action", None) in getattr(
+                view, "read_actions", ()
+            )
+            needed = f"{area}:{'read' if reads else 'write'}"
             if needed not in context.effective_abilities:
                 raise Forbidden(f"This credential and role do not allow '{needed}'.")
         request.store = context.store

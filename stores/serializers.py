@@ -1,11 +1,8 @@
 """The store contract: the request fields with their format rules, and the representations.
 
-The format rules of `slug` and `name` are declared once, as the validators of their field
-classes, after the length, which is checked first (config/api/fields.py); drf-spectacular
-derives minLength, maxLength and the slug's pattern from those validators (the name's rule is
-checked in code, its pattern written for the schema), and the Django admin's store form runs
-the same slug field. Rules that need the database or a lock
-(uniqueness, reserved names, one new store per minute) are stores.services'.
+The rules of `slug` and `name` are the validators of their field classes (length first,
+config/api/fields.py), from which drf-spectacular derives the schema and which the admin's store
+form runs too; rules that need the database or a lock are stores.services'.
 """
 
 import re

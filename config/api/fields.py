@@ -1,11 +1,7 @@
-"""Serializer fields shared by the areas, and the length-first rule every client string obeys.
-
-Length first (docs/api/hardening.md "Length first", docs/decisions/hardening.md "Hardening IV"
-point 1): a string longer than its field allows is refused before any other rule reads it
-(pattern, parsing, choice lookup, DNS), and that refusal is the field's only error. DRF runs
-every validator of a field even after `max_length` failed, so a pattern that is cheap at 255
-characters could still be made to read 2.5 MiB (the body cap); here the length is checked in
-`run_validation`, before `to_internal_value` and the validators.
+"""Serializer fields shared by the areas, and the length-first rule every client string obeys
+(docs/api/hardening.md "Length first"): a string longer than its field allows is refused before
+any other rule reads it, as that refusal alone; DRF would run every validator even after
+`max_length` failed, so the length is checked in `run_validation`.
 """
 
 from collections.abc import Iterable, Mapping

@@ -1,17 +1,11 @@
-"""The one idempotency mechanism (docs/design.md "Idempotency"): store creation, replay, coupon
-writes and webhook destination writes, each through the `idempotent` action decorator.
+"""The one idempotency mechanism (docs/design.md "Idempotency"), through the `idempotent` action
+decorator.
 
-A key is scoped to (user, operation). The first request claims the key with a fingerprint of
-method, path, store and body; its outcome is stored unless it is a 5xx or a 429 (nothing was
-executed, so a retry must be able to run). Same key + same request -> the stored response with
-`Idempotent-Replayed: true`; a different request -> 409; still in flight -> 409.
-
-A record keeps the request only as that digest, never its body. The stored response is kept
-to be replayed, except the values an action declares `withheld` (a signing secret, a URL whose
-path or query can be a credential): the record holds their SHA-256 instead, and a replay shows
-them again only while they can be read back from the request or the database, and a secret
-only to the credential that made the first request (docs/decisions/hardening.md, Hardening IV
-3 and 4).
+A key is scoped to (user, operation); a record holds the request only as a digest of method,
+path, store and body, and the response to replay unless it is a 5xx or a 429 (nothing ran, so
+a retry must be able to). Values an action declares `withheld` are stored as their SHA-256 and
+shown again only while the request or the database can give them back
+(docs/decisions/hardening.md, Hardening IV 3 and 4).
 """
 
 import functools

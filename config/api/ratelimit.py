@@ -8,13 +8,18 @@ process is still current (accounts/identity.py, docs/decisions/identity.md).
 """
 
 import logging
+import re
 import secrets
 import time
 import weakref
 from dataclasses import dataclass
 
-from django.core.cache import cache
-from django.core.cache.backends.redis import RedisCacheClient
+import redis
+from django.conf import settings
+from django.core.cache import DEFAULT_CACHE_ALIAS, caches
+from django.core.cache.backends.redis import RedisCache
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from rest_framework.throttling import BaseThrottle
 
 from config import metrics
@@ -82,18 +87,21 @@ def rate_limit_consume(
 def _window_count(key: str, epoch_keys: tuple[str, ...]) -> tuple[int, tuple[str, ...] | None]:
     """Counts one request in `key`: the window's count so far, and the epochs' values."""
     ttl = WINDOW_SECONDS + 5
-    if isinstance(getattr(cache, "_cache", None), RedisCacheClient):
+    # The cache of this thread, looked up once: each attribute read through the `cache` proxy
+    # is a lookup of its own (four per request before, issue 30).
+    backend = caches[DEFAULT_CACHE_ALIAS]
+    if isinstance(backend, RedisCache):
         # One round trip and one reply on the hot path (Django's add + incr take three: SET NX,
         # EXISTS, INCR; a pipelined INCR + EXPIRE cost 0.1 ms more of redis-py per request).
         # Epoch keys are ours (hex digests and ids): made, not validated, on the hot path.
-        keys = [cache.make_and_validate_key(key), *map(cache.make_key, epoch_keys)]
+        keys = [backend.make_and_validate_key(key), *map(backend.make_key, epoch_keys)]
         # A fresh epoch is random, not 1: a Redis that lost its keys (a restart) must not give
         # back a value a process still holds from before.
         args = [ttl, secrets.token_hex(8), EPOCH_SECONDS] if epoch_keys else [ttl]
-        count, *epochs = _window_count_script(cache._cache)(keys=keys, args=args)
+        count, *epochs = _window_count_script(backend)(keys=keys, args=args)
         return count, tuple(e.decode() for e in epochs) if epoch_keys else None
     # Other caches (the file cache of `make run`): no epochs, so identities are read each time.
-    return (1 if cache.add(key, 1, timeout=ttl) else cache.incr(key)), None
+    return (1 if backend.add(key, 1, timeout=ttl) else backend.incr(key)), None
 
 
 # INCR and EXPIRE in one server-side step (EVALSHA; redis-py loads the script when the server
@@ -113,19 +121,31 @@ end
 return reply
 """
 
-# One registered script (bound to one redis.Redis) per connection pool, made once: Django's
-# get_client() builds a new client on each call, which cost ~0.1 ms of every request
-# (docs/benchmarks/layer.md). Weak keys: a pool that Django drops (a cache reset in tests)
-# takes its script with it.
-_scripts_by_pool: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The script of each Django Redis cache object (one per thread: django.core.cache.caches), on a
+# redis.Redis of its own with one connection, made from the cache's settings: redis-py then
+# takes no connection from a pool and checks none per call, and Django's client (a new one per
+# get_client() call) is not built per request (docs/benchmarks/layer.md, issue 30). Weak keys:
+# a cache object Django drops (a settings change in tests) takes its connection with it. The
+# connection is made on the first call and again after an error.
+_scripts_by_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _window_count_script(cache_client: RedisCacheClient):
-    pool = cache_client._get_connection_pool(write=True)
-    script = _scripts_by_pool.get(pool)
+def _window_count_script(backend: RedisCache):
+    script = _scripts_by_cache.get(backend)
     if script is None:
-        client = cache_client.get_client(write=True)
-        script = _scripts_by_pool[pool] = client.register_script(WINDOW_COUNT_LUA)
+        config = settings.CACHES[DEFAULT_CACHE_ALIAS]
+        location = config["LOCATION"]
+        # Django's RedisCache writes to its first server.
+        server = (re.split("[;,]", location) if isinstance(location, str) else location)[0]
+        # A connection the server closed (a restart) is made again at once and the call
+        # retried once, without the default retry's backoff of up to a second.
+        client = redis.Redis.from_url(
+            server,
+            single_connection_client=True,
+            retry=Retry(NoBackoff(), 1),
+            **config.get("OPTIONS", {}),
+        )
+        script = _scripts_by_cache[backend] = client.register_script(WINDOW_COUNT_LUA)
     return script
 
 

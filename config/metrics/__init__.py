@@ -1,10 +1,6 @@
-"""The service's own Prometheus counters, incremented where the counted thing happens.
-
-Counters live in the process that increments them (a gunicorn worker, a Celery pool process).
-With PROMETHEUS_MULTIPROC_DIR set (docs/metrics.md) prometheus_client writes each process's
-values to a file in that directory and /metrics adds them up, so a scrape of any web worker
-sees every process's counts. Gauges that describe the database (the webhook backlog) are not
-here: webhooks/metrics.py computes them at scrape time.
+"""The service's own Prometheus counters, incremented where the counted thing happens; with
+PROMETHEUS_MULTIPROC_DIR each process's values are summed by /metrics (docs/decisions/metrics.md
+"Where counters live"). Database gauges are computed at scrape time (webhooks/metrics.py).
 """
 
 import json

@@ -1,17 +1,9 @@
 """`env`: the one reader of the environment for every settings module.
 
-A django-environ `Env` whose parsing is strict: a variable that is set to a malformed value
-(`DEBUG=flase`, `DATABASE_URL=postgress://...`, `NUM_PROXIES=one`) stops the process at start
-with ImproperlyConfigured naming the variable and the value, instead of being read as a default
-(django-environ itself reads any unknown word as a false bool and strips letters from floats).
-An unset variable takes its default; a set one is always parsed, an empty one included.
-
-    from config.settings.env import env
-
-    DEBUG = env.bool("DEBUG", default=False)
-    NUM_PROXIES = env.count("NUM_PROXIES", default=0)
-    TIMEOUT = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", default=10)
-    DATABASES = {"default": env.database("DATABASE_URL", conn_max_age=60)}
+A django-environ `Env` whose parsing is strict: a malformed value (`DEBUG=flase`,
+`NUM_PROXIES=one`) stops the process at start with ImproperlyConfigured naming the variable,
+instead of being read as a default (django-environ reads any unknown word as a false bool and
+strips letters from floats). An unset variable takes its default; a set one is always parsed.
 """
 
 import math

@@ -1,10 +1,5 @@
-"""Logs and error tracking (issue 13 point 1): one line per request, a request id that follows
-the request into its Celery tasks, optional Sentry.
-
-LOG_FORMAT: `plain` (readable lines, the default of `make run`) or `json` (one JSON object per
-line, the production default, production.py). LOG_LEVEL: the root level (INFO).
-SENTRY_DSN: when set, errors of the web and worker processes go to Sentry; unset, nothing is
-sent and sentry-sdk is not initialised.
+"""Logs and error tracking (docs/configuration.md LOG_FORMAT, LOG_LEVEL, SENTRY_DSN): one line
+per request, a request id that follows the request into its Celery tasks, optional Sentry.
 """
 
 from django.core.exceptions import ImproperlyConfigured

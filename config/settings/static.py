@@ -1,10 +1,6 @@
-"""Static files (the admin's and the API docs' assets), served by the web process itself.
-
-WhiteNoise answers `/static/...` from STATIC_ROOT inside gunicorn, so a deployment needs no
-separate file server or shared volume. The default storage here is Django's plain one, so the
-dev server and the suite render `{% static %}` without a collectstatic run; production.py
-switches to WhiteNoise's compressed, hashed storage, whose names change with the content and
-are therefore cached for a year.
+"""Static files, served by the web process itself with WhiteNoise (no separate file server).
+Django's plain storage here, so the dev server and the suite need no collectstatic; production.py
+switches to WhiteNoise's compressed, hashed storage, cached for a year.
 """
 
 from pathlib import Path

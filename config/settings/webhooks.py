@@ -1,30 +1,19 @@
-"""Settings of the webhooks area, imported by base.py; read from the environment.
-
-Every duration is in seconds and may be a fraction, so the test suite and the benchmark can
-compress the retry schedule, leases and sweeps (docs/design.md "Webhooks").
-"""
+"""Settings of the webhooks area (docs/configuration.md). Durations are in seconds and may be
+fractions, so the suite and the benchmark can compress schedules, leases and sweeps."""
 
 from datetime import timedelta
 
 from config.settings.env import env
 
-# Waits before attempts 2..8 (docs/design.md: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); after the
-# last one a delivery that never got a 2xx is `failed`.
 WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
     "WEBHOOKS_RETRY_SCHEDULE_SECONDS", "5,300,1800,7200,18000,36000,36000"
 )
-# Connect and read timeout of one attempt.
 WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
-# How long saving a destination waits for its host to resolve (inside a synchronous web
-# worker; the resolver itself may take 10 s or more): then the 422 of a name that does not
-# resolve to public addresses.
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
-# Hard time limit of the sending tasks: the pool kills a task still running then, whatever
-# its attempt is stuck in (prefork only, so a webhooks worker must use it: config/celery.py).
+# Hard time limit of the sending tasks (prefork only: config/celery.py).
 WEBHOOKS_TIME_LIMIT_SECONDS = env.seconds("WEBHOOKS_TIME_LIMIT_SECONDS", 45)
-# How much longer than that a lease lasts: the pool counts the limit from when it learns the
-# task started and looks once a second before killing, and deliveries' leases are in the
-# workers' clocks (webhooks.E001 wants at least 2 s).
+# The pool counts the limit from when it learns the task started and looks once a second
+# before killing, and leases are in the workers' clocks: hence a margin.
 WEBHOOKS_LEASE_MARGIN_SECONDS = env.seconds("WEBHOOKS_LEASE_MARGIN_SECONDS", 10)
 # A claimed delivery and a send slot (webhooks/attempts.py) belong to their worker at most this
 # long: more than the time limit plus the margin (webhooks.E001), so no live worker still sends
@@ -36,21 +25,13 @@ WEBHOOKS_HEARTBEAT_SECONDS = env.seconds("WEBHOOKS_HEARTBEAT_SECONDS", 1)
 # A destination's drain (one task sending its due deliveries in turn) claims no more after
 # this long and queues its successor, so one backlog does not hold a worker process for long.
 WEBHOOKS_DRAIN_SECONDS = env.seconds("WEBHOOKS_DRAIN_SECONDS", 10)
-# In-flight sends per destination (drains and single sends alike), below the worker process
-# count: a receiver that hangs or fails holds at most this many processes; the rest of its
-# deliveries wait in the database, not in a worker (docs/decisions/webhooks.md "Fairness").
+# In-flight sends per destination, account and to failing destinations, each below the
+# worker process count (docs/decisions/webhooks.md "Fairness").
 WEBHOOKS_DESTINATION_CONCURRENCY = env.count(
     "WEBHOOKS_DESTINATION_CONCURRENCY", default=2, minimum=1
 )
-# In-flight sends per account (the user who created the stores), all its stores together, also
-# below the worker process count: one user's many stores with hanging receivers hold at most
-# this many processes (compose.yaml runs 4).
 WEBHOOKS_ACCOUNT_CONCURRENCY = env.count("WEBHOOKS_ACCOUNT_CONCURRENCY", default=3, minimum=1)
-# In-flight sends to failing destinations (their last attempt failed or timed out), all
-# accounts together: however many accounts point stores at hanging receivers, the healthy
-# destinations keep the other processes. About half the worker processes of all hosts.
 WEBHOOKS_FAILING_CONCURRENCY = env.count("WEBHOOKS_FAILING_CONCURRENCY", default=2, minimum=1)
-# Replays per store per sliding window (API and admin alike); more is 429 with Retry-After.
 WEBHOOKS_REPLAY_LIMIT = env.count("WEBHOOKS_REPLAY_LIMIT", default=100, minimum=1)
 WEBHOOKS_REPLAY_WINDOW_SECONDS = env.seconds("WEBHOOKS_REPLAY_WINDOW_SECONDS", 3600)
 # How often beat runs the sweeper, and how long a due delivery's queued message is trusted

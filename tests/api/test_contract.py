@@ -68,6 +68,28 @@ SEMANTIC_REJECTIONS: list[tuple[str, list[int], str]] = [
     ),
     *(
         (
+            f"{operation} /api/{version}/coupons{path}",
+            [422],
+            "coupon writes: expires_at in the future, the merged coupon's rules (a PERCENTAGE "
+            "discount of at most 100, a cap only on PERCENTAGE, payments with subscriptions, "
+            "products when not store_wide), a code free among live coupons, batch ids that are "
+            "live coupons of the store; a search names fields and values of their types "
+            "(docs/decisions/coupons.md 'Issue 32'; tests/coupons, tests/sdk)",
+        )
+        for version in ("v1", "v2")
+        for operation, path in (
+            ("POST", ""),
+            ("PUT", "/{id}"),
+            ("PATCH", "/{id}"),
+            ("POST", "/search"),
+            ("POST", "/batch"),
+            ("PATCH", "/batch"),
+            ("DELETE", "/batch"),
+        )
+        if (version, operation, path) not in (("v1", "POST", ""), ("v1", "PATCH", "/{id}"))
+    ),
+    *(
+        (
             f"{method} /oauth/authorize",
             [400],
             "auth_token must be the live, unused token of a consent page this session was "

@@ -7,7 +7,7 @@ tests walk what the OpenAPI schema says a client can send, so a new endpoint, fi
 or header is walked without editing them: every field of every request body (JSON and the
 OAuth forms), every query parameter, and the headers we parse (`Authorization`, `X-STORE`,
 `Idempotency-Key`), each with pathological strings of 24,000 characters. Each must be refused
-with a 4xx in the endpoint's error shape within BUDGET_SECONDS, and leave nothing stored.
+with a 4xx in the endpoint's error shape within BUDGET_SECONDS of CPU, and leave nothing stored.
 """
 
 import json
@@ -41,8 +41,9 @@ PATHOLOGICAL = {
     "'a.' repeated": "a." * (LENGTH // 2),
     "NULs only": "\x00" * LENGTH,
 }
-# Per request, on a shared test machine; a refusal by length takes a few milliseconds, the
-# store name's pattern took 1.4 to 4 s.
+# CPU seconds of this process per request (the test client serves it in process): what the
+# rules cost, whatever else runs on the shared machine. A refusal by length takes a few
+# milliseconds; the store name's pattern took 1.4 to 4 s.
 BUDGET_SECONDS = 0.5
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
@@ -190,9 +191,9 @@ class Walk:
         self.rows = stored_rows()
 
     def send(self, what: str, method: str, path: str, target: str, **kwargs):
-        started = time.perf_counter()
+        started = time.process_time()
         response = self.client.generic(method.upper(), target, **kwargs)
-        seconds = time.perf_counter() - started
+        seconds = time.process_time() - started
         self.sent += 1
         problem = refusal_problem(path, response, seconds)
         if problem is not None:
@@ -253,14 +254,14 @@ def test_every_field_of_every_json_body_is_refused_by_length_first(schema, world
 
 def test_the_store_name_of_the_review_is_refused_in_milliseconds(auth_client):
     # The review's request: a 24,000-character name ending in NUL (1.4-2.6 s in production).
-    started = time.perf_counter()
+    started = time.process_time()
     response = auth_client.post(
         "/api/v2/stores",
         {"name": "a" * LENGTH + "\x00", "slug": "walked"},
         format="json",
         HTTP_IDEMPOTENCY_KEY="review-name",
     )
-    seconds = time.perf_counter() - started
+    seconds = time.process_time() - started
 
     assert response.status_code == 422
     assert response.json()["errors"] == {

@@ -123,3 +123,15 @@ def test_counting_goes_on_after_redis_forgets_its_scripts(auth_client, settings)
     # then: the script is loaded again and the budget still counts
     assert auth_client.get("/api/v2/me")["X-RateLimit-Remaining"] == "0"
     assert auth_client.get("/api/v2/me").status_code == 429
+
+
+def test_counting_goes_on_after_redis_closes_the_connections(auth_client, settings):
+    # given: the process counts on its connection, and Redis closes every client connection
+    # (as a restart does)
+    settings.API_RATE_LIMIT_PER_MINUTE = 2
+    auth_client.get("/api/v2/me")
+    redis_client().client_kill_filter(_type="normal", skipme=False)
+    # then: the next requests are counted on a new connection, within the same budget
+    second = auth_client.get("/api/v2/me")
+    assert second["X-RateLimit-Remaining"] == "0"
+    assert auth_client.get("/api/v2/me").status_code == 429

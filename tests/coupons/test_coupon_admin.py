@@ -77,3 +77,27 @@ def test_admin_offers_no_form_writes(admin_client):
     page = admin_client.get(f"{CHANGELIST}{coupon.pk}/change/")
     assert page.status_code == 200  # view only
     assert 'name="_save"' not in page.content.decode()
+
+
+def test_list_and_record_show_the_sdk_fields(admin_client):
+    coupon = CouponFactory(
+        code="WHOLE",
+        type="PERCENTAGE",
+        discount="12.50",
+        maximum_discount_amount="40.00",
+        applies_to="subscriptions",
+        subscription_payments=3,
+        store_wide=False,
+        products=[11, 12],
+        product_variants=[120],
+    )
+
+    listed = admin_client.get(f"{CHANGELIST}?applies_to__exact=subscriptions").content.decode()
+    record = admin_client.get(f"{CHANGELIST}{coupon.pk}/change/").content.decode()
+
+    assert ">WHOLE<" in listed
+    assert "40.00" in listed
+    assert "Subscription payments" in listed
+    assert "2 product(s), 1 variant(s)" in listed
+    for shown in ("12.50", "40.00", ">11, 12<", ">120<", "Subscription payments"):
+        assert shown in record, shown

@@ -116,3 +116,34 @@ def test_limit_5_with_50_concurrent_applications_succeeds_exactly_5_times():
     assert outcomes.count("applied") == 5
     assert outcomes.count("has reached its usage limit") == 45
     assert Coupon.objects.get(pk=coupon.pk).times_used == 5
+
+
+@pytest.mark.django_db
+def test_a_percentage_stops_at_its_maximum_discount_amount():
+    coupon = CouponFactory(
+        code="HALF", type=Coupon.TYPE_PERCENTAGE, discount="50", maximum_discount_amount="12.34"
+    )
+    assert apply(coupon.store, "HALF", 2_000).discount_cents == 1_000  # under the cap
+    assert apply(coupon.store, "HALF", 10_000).discount_cents == 1_234  # capped
+
+
+@pytest.mark.django_db
+def test_amounts_with_cents_discount_and_require_them_exactly():
+    coupon = CouponFactory(
+        code="CENTS", type=Coupon.TYPE_AMOUNT, discount="2.50", minimum_amount="19.99"
+    )
+    assert refusal(coupon.store, "CENTS", 1_998) == "needs an order total of at least 19.99 dollars"
+    assert apply(coupon.store, "CENTS", 1_999).discount_cents == 250
+
+
+@pytest.mark.django_db
+def test_a_whole_dollar_minimum_reads_as_before():
+    coupon = CouponFactory(code="MIN", minimum_amount=20)
+    assert refusal(coupon.store, "MIN", 1_999) == "needs an order total of at least 20 dollars"
+
+
+@pytest.mark.django_db
+def test_a_subscriptions_coupon_is_refused_on_a_one_time_order():
+    coupon = CouponFactory(code="SUBS", applies_to="subscriptions", subscription_payments=3)
+    assert refusal(coupon.store, "SUBS") == "applies to subscription payments only"
+    assert Coupon.objects.get(pk=coupon.pk).times_used == 0

@@ -69,7 +69,7 @@ def test_list_is_in_id_order_with_every_field(store, auth_client):
     body = auth_client.get("/api/v1/coupons").json()
     assert [c["id"] for c in body["data"]] == [c.id for c in coupons]
     assert body["data"][0]["store_id"] == store.id
-    assert len(body["data"][0]) == 12
+    assert len(body["data"][0]) == 17
 
 
 def test_default_page_size_is_15(store, auth_client):
@@ -243,6 +243,33 @@ def test_listed_timestamps_render_as_a_single_coupon_s(store, auth_client):
     assert body["data"][0]["created_at"] == "2030-01-31T23:59:59Z"
     assert body["data"][2]["created_at"] == "2030-01-31T23:59:59.000500Z"
     assert body["data"][4]["created_at"] == "2030-02-01T01:29:59.120000Z"
+
+
+def test_listed_amounts_and_ids_render_as_a_single_coupon_s(store, auth_client):
+    # The list's amounts are numeric(12,2) cast to text by PostgreSQL, a single coupon's are
+    # Decimals formatted by Python (issue 32): the same quoted strings, arrays and nulls.
+    coupons = [
+        CouponFactory(store=store, discount=5, minimum_amount=0),
+        CouponFactory(store=store, discount="9999999999.99", minimum_amount="19.9"),
+        CouponFactory(
+            store=store,
+            type="PERCENTAGE",
+            discount="12.5",
+            maximum_discount_amount="0.01",
+            applies_to="subscriptions",
+            subscription_payments=36,
+            store_wide=False,
+            products=[9_223_372_036_854_775_807, 1],
+            product_variants=[3],
+        ),
+    ]
+    body = auth_client.get("/api/v1/coupons").json()
+    single = [auth_client.get(f"/api/v1/coupons/{c.pk}").json() for c in coupons]
+    assert body["data"] == single
+    assert [c["discount"] for c in body["data"]] == ["5.00", "9999999999.99", "12.50"]
+    assert [c["minimum_amount"] for c in body["data"]] == ["0.00", "19.90", None]
+    assert body["data"][2]["maximum_discount_amount"] == "0.01"
+    assert body["data"][2]["products"] == [9_223_372_036_854_775_807, 1]
 
 
 @pytest.fixture

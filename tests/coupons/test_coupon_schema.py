@@ -31,11 +31,11 @@ def test_list_parameters_come_from_the_filterset_and_the_paginator(schema):
 
 
 def test_coupon_id_is_an_integer_path_parameter(schema):
-    for method in ("get", "patch", "delete"):
-        operation = schema["paths"]["/api/v1/coupons/{id}"][method]
-        assert parameters(operation)["id"]["schema"] == {"type": "integer"}
-        assert parameters(operation)["id"]["in"] == "path"
-    assert "put" not in schema["paths"]["/api/v1/coupons/{id}"]
+    for version in ("v1", "v2"):
+        for method in ("get", "put", "patch", "delete"):
+            operation = schema["paths"][f"/api/{version}/coupons/{{id}}"][method]
+            assert parameters(operation)["id"]["schema"] == {"type": "integer"}
+            assert parameters(operation)["id"]["in"] == "path"
 
 
 def test_create_body_states_the_discount_range_of_each_type(schema):
@@ -46,26 +46,27 @@ def test_create_body_states_the_discount_range_of_each_type(schema):
     mapping = variants["discriminator"]["mapping"]
     percentage = component(schema, mapping["PERCENTAGE"])
     amount = component(schema, mapping["AMOUNT"])
-    assert (
-        percentage["properties"]["discount"]["minimum"],
-        percentage["properties"]["discount"]["maximum"],
-    ) == (1, 100)
-    assert (
-        amount["properties"]["discount"]["minimum"],
-        amount["properties"]["discount"]["maximum"],
-    ) == (1, 2_147_483_647)
+    # A number within the type's range, or a numeric string of at most two decimals.
+    number, string = percentage["properties"]["discount"]["oneOf"]
+    assert (number["type"], number["minimum"], number["maximum"]) == ("number", 1, 100)
+    assert string["pattern"] == "^[0-9]{1,10}(\\.[0-9]{1,2})?$"
+    number, _ = amount["properties"]["discount"]["oneOf"]
+    assert (number["minimum"], number["maximum"]) == (1, 9_999_999_999.99)
     for variant in (percentage, amount):
         assert set(variant["required"]) == {"code", "type", "discount", "store_wide"}
         code = variant["properties"]["code"]
         assert (code["pattern"], code["minLength"], code["maxLength"]) == (
-            "^[A-Za-z0-9_-]{1,64}$",
+            "^[A-Za-z0-9_-]{1,255}$",
             1,
-            64,
+            255,
         )
         assert variant["properties"]["store_wide"] == {"type": "boolean"}
         assert variant["properties"]["limit"]["minimum"] == 1
         assert variant["properties"]["limit"]["nullable"] is True
-        assert variant["properties"]["minimum_amount"]["minimum"] == 0
+        assert variant["properties"]["minimum_amount"]["oneOf"][0]["minimum"] == 0
+        assert variant["properties"]["minimum_amount"]["oneOf"][0]["nullable"] is True
+        assert variant["properties"]["subscription_payments"]["maximum"] == 36
+        assert variant["properties"]["products"]["items"]["type"] == "integer"
         assert variant["properties"]["expires_at"]["format"] == "date-time"
 
 
@@ -79,7 +80,12 @@ def test_patch_body_has_no_required_field(schema):
 def test_response_states_every_field_as_present(schema):
     ok = schema["paths"]["/api/v1/coupons/{id}"]["get"]["responses"]["200"]
     coupon = component(schema, ok["content"]["application/json"]["schema"]["$ref"])
-    assert set(coupon["required"]) == set(coupon["properties"]) and len(coupon["properties"]) == 12
+    assert set(coupon["required"]) == set(coupon["properties"]) and len(coupon["properties"]) == 17
+    # Amounts are quoted numeric strings; products and variants arrays of integer ids.
+    for name in ("discount", "minimum_amount", "maximum_discount_amount"):
+        assert coupon["properties"][name]["type"] == "string", name
+    for name in ("products", "product_variants"):
+        assert coupon["properties"][name]["items"]["type"] == "integer", name
 
 
 @pytest.mark.parametrize(

@@ -102,16 +102,6 @@ def test_the_suite_runs_on_the_locked_versions():
     assert wrong == {}, "locked vs installed; reinstall with `make install`"
 
 
-def test_urllib3_is_held_to_the_minor_the_sender_overrides():
-    (line,) = (
-        d for d in project()["dependencies"] if canonicalize_name(Requirement(d).name) == "urllib3"
-    )
-    specifier = Requirement(line).specifier
-
-    assert specifier.contains(metadata.version("urllib3"))
-    assert not specifier.contains("2.9.0")
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     # From a copy of the tree: setuptools' build/ directory keeps files deleted from the source
