@@ -69,7 +69,7 @@ def delivery_get(*, store, delivery_id) -> WebhookDelivery:
     except ValueError:
         raise NotFound() from None
     delivery = (
-        WebhookDelivery.objects.select_related("event")
+        WebhookDelivery.objects.select_related("event", "destination")
         .filter(store=store, pk=delivery_uuid)
         .first()
     )

@@ -189,6 +189,7 @@ WEBHOOK_DELIVERY_EXAMPLE = {
     "event_id": "evt_01J0Z8X4R2M6N7P8Q9R0S1T2V3",
     "event_type": "order.completed",
     "status": "succeeded",
+    "channel_id": "0b6f7c1e-2d3a-4c5b-8e9f-a0b1c2d3e4f5",
     "destination_origin": "https://hooks.example.com",
     "attempts": 1,
     "response_status": 200,
@@ -253,6 +254,12 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
     destination_origin = serializers.CharField(
         help_text="scheme://host[:port] of the destination; the full URL is never shown."
     )
+    channel_id = serializers.UUIDField(
+        source="destination.uid",
+        allow_null=True,
+        default=None,
+        help_text="The channel it is (or was) sent to; null once that channel is deleted.",
+    )
 
     class Meta:
         model = WebhookDelivery
@@ -261,6 +268,7 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
             "event_id",
             "event_type",
             "status",
+            "channel_id",
             "destination_origin",
             "attempts",
             "response_status",

@@ -58,3 +58,18 @@ def test_a_replay_goes_to_the_delivery_s_own_channel(store, receiver):
     assert first.pk != second.pk
     delivery_send(delivery_id=replayed.pk)
     assert [request.path for request in receiver.received()] == ["/hooks/b"]
+
+
+def test_the_delivery_history_names_each_delivery_s_channel(auth_client, store, receiver):
+    first = WebhookChannelFactory(store=store, url=f"{receiver.url}/a")
+    second = WebhookChannelFactory(store=store, url=f"{receiver.url}/b")
+    event = record_order_completed(store)
+
+    listed = auth_client.get("/api/v2/webhook-deliveries").json()["data"]
+    one = WebhookDelivery.objects.get(event=event, destination=first)
+    read = auth_client.get(f"/api/v2/webhook-deliveries/{one.pk}").json()["data"]
+
+    assert sorted(item["channel_id"] for item in listed) == sorted(
+        [str(first.uid), str(second.uid)]
+    )
+    assert read["channel_id"] == str(first.uid)
