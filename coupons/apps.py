@@ -9,3 +9,7 @@ class CouponsConfig(AppConfig):
         from coupons.models import COUPON_TOTALS
 
         registered["coupons"] = COUPON_TOTALS
+
+        from coupons.event_types import register
+
+        register()

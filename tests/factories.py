@@ -10,7 +10,7 @@ from accounts.services import api_key_create
 from coupons.models import Coupon
 from events.models import Event
 from stores.models import Membership, Store
-from webhooks.models import WebhookDestination
+from webhooks.models import WebhookChannel, WebhookSigningSecret
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -71,16 +71,31 @@ class CouponFactory(factory.django.DjangoModelFactory):
     store_wide = True
 
 
-class WebhookDestinationFactory(factory.django.DjangoModelFactory):
-    """A destination written straight to the table (destination_put is tested on its own)."""
+# A valid Standard Webhooks secret (whsec_ + base64 of 32 bytes).
+TEST_SIGNING_SECRET = "whsec_c2VjcmV0LWZvci10ZXN0cy0wMTIzNDU2Nzg5YWJjZA=="
+
+
+class WebhookChannelFactory(factory.django.DjangoModelFactory):
+    """A channel written straight to the table (the services are tested on their own), with
+    a store signing secret when the store has none."""
 
     class Meta:
-        model = WebhookDestination
+        model = WebhookChannel
+        skip_postgeneration_save = True
 
     store = factory.SubFactory(StoreFactory)
     url = "https://hooks.example.com/storefront"
-    secret = factory.Sequence(lambda n: f"whsec_test_{n}")
     event_types = factory.LazyFunction(lambda: ["order.completed"])
+
+    @factory.post_generation
+    def signing_secret(channel, create, extracted, **kwargs):
+        if create:
+            WebhookSigningSecret.objects.get_or_create(
+                store=channel.store,
+                defaults={
+                    "secret": extracted or "whsec_" + "c2VjcmV0LWZvci10ZXN0cy0wMTIzNDU2Nzg5YWJjZA=="
+                },
+            )
 
 
 def old_events(store, count: int, age_days: int = 31) -> list[Event]:

@@ -1,16 +1,27 @@
-"""Admin: destinations (enable/disable, secret rotation) and deliveries with their attempts
-and a replay action. Every change goes through webhooks.services."""
+"""Admin: channels (enable/disable, secret rotation, test send, recover) and deliveries with
+their attempts and a replay action. Every change goes through the area's services."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_permission_codename
 from django.urls import reverse
+from django.utils import timezone
 from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from config.admin_filters import NoAddAdminMixin, StoreSlugFilter
 from config.api.errors import ApiError
 from webhooks.addresses import url_origin
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.channel_services import channel_test_send
+from webhooks.models import (
+    WebhookChannel,
+    WebhookDelivery,
+    WebhookDeliveryAttempt,
+    WebhookSigningSecret,
+)
+from webhooks.recovery import channel_recover
 from webhooks.services import (
     delivery_replay,
     destination_enabled_set,
@@ -18,11 +29,12 @@ from webhooks.services import (
 )
 
 
-@admin.register(WebhookDestination)
+@admin.register(WebhookChannel)
 class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.ModelAdmin):
     # Not added here: PUT /api/v2/webhook-destination creates it, validating the URL (SSRF).
     list_display = [
         "store",
+        "name",
         "destination",
         "enabled",
         "disabled_reason",
@@ -36,6 +48,7 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
     search_fields = ["store__slug"]
     readonly_fields = [
         "store",
+        "name",
         "destination",
         "event_types",
         "enabled",
@@ -43,28 +56,30 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
         "failing_since",
         "signing_secret",
         "previous_signing_secret",
-        "previous_secret_expires_at",
         "created_at",
         "updated_at",
     ]
-    # The secrets themselves are never rendered; a masked tail tells two of them apart. Nor is
-    # the URL: its path or query can be a credential (hooks.slack.com/services/...).
-    exclude = ["url", "secret", "previous_secret"]
-    secret_fields = ("url", "secret", "previous_secret")
-    actions = ["enable", "disable", "rotate_secret"]
+    # Not the URL: its path or query can be a credential (hooks.slack.com/services/...). The
+    # signing secret is the store's (WebhookSigningSecret), never rendered here.
+    exclude = ["url"]
+    secret_fields = ("url",)
+    actions = ["enable", "disable", "rotate_secret", "send_test", "recover"]
+
+    # The store's secrets are never rendered; a masked tail tells two of them apart.
+    @admin.display(description="signing secret (the store's)")
+    def signing_secret(self, channel: WebhookChannel) -> str:
+        found = WebhookSigningSecret.objects.filter(store_id=channel.store_id).first()
+        return mask_credential(found.secret) if found else "-"
+
+    @admin.display(description="previous signing secret")
+    def previous_signing_secret(self, channel: WebhookChannel) -> str:
+        found = WebhookSigningSecret.objects.filter(store_id=channel.store_id).first()
+        return mask_credential(found.previous_secret) if found and found.previous_secret else "-"
 
     # Not sortable either: the order of the full URLs would reveal their paths too.
     @admin.display(description="destination")
-    def destination(self, destination: WebhookDestination) -> str:
+    def destination(self, destination: WebhookChannel) -> str:
         return url_origin(destination.url)
-
-    @admin.display(description="signing secret")
-    def signing_secret(self, destination: WebhookDestination) -> str:
-        return mask_credential(destination.secret)
-
-    @admin.display(description="previous signing secret")
-    def previous_signing_secret(self, destination: WebhookDestination) -> str:
-        return mask_credential(destination.previous_secret) or "-"
 
     @admin.action(description="Enable the selected destinations", permissions=["change"])
     def enable(self, request, queryset):
@@ -81,15 +96,51 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
     @admin.action(description="Rotate the signing secret", permissions=["change"])
     def rotate_secret(self, request, queryset):
         secrets = []
-        for destination in queryset.select_related("store"):
-            rotated = destination_secret_rotate(store=destination.store)
-            secrets.append((destination.store.slug, rotated.secret))
+        # The secret is the store's: once per store, however many of its channels are selected.
+        stores = {channel.store_id: channel.store for channel in queryset.select_related("store")}
+        for store in stores.values():
+            rotated = destination_secret_rotate(store=store)
+            secrets.append((store.slug, rotated.secret))
         return secret_shown_once_response(
             self,
             request,
             title="New signing secrets",
             secrets=secrets,
-            continue_url=reverse("admin:webhooks_webhookdestination_changelist"),
+            continue_url=reverse("admin:webhooks_webhookchannel_changelist"),
+        )
+
+    def _each(self, request, queryset, run, done: str) -> None:
+        """Runs `run(channel)` for each selected channel; a refusal (ApiError) is its message."""
+        for channel in queryset.select_related("store"):
+            try:
+                outcome = run(channel)
+            except ApiError as error:
+                self.message_user(request, f"{channel}: {error.message}", messages.ERROR)
+            else:
+                self.message_user(request, f"{channel}: {done.format(outcome)}")
+
+    @admin.action(
+        description="Send a test event (the channel's first event type)", permissions=["change"]
+    )
+    def send_test(self, request, queryset):
+        def run(channel):
+            event_type = channel.event_types[0]
+            channel_test_send(store=channel.store, channel=channel, event_type=event_type)
+            return event_type
+
+        self._each(request, queryset, run, "test {} delivered.")
+
+    @admin.action(
+        description="Recover every missed event of the retention period", permissions=["change"]
+    )
+    def recover(self, request, queryset):
+        # A minute inside the retention: `since` must still be retained when it is checked.
+        since = timezone.now() - timedelta(days=settings.EVENTS_RETENTION_DAYS, minutes=-1)
+        self._each(
+            request,
+            queryset,
+            lambda channel: channel_recover(channel=channel, since=since)["queued"],
+            "{} deliveries queued.",
         )
 
 

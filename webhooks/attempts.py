@@ -36,8 +36,8 @@ from webhooks.queueing import (
     destination_drain_marker_hold,
     destination_drain_marker_let_go,
 )
+from webhooks.selectors import signing_secrets
 from webhooks.sender import SendResult, send
-from webhooks.services import destination_signing_secrets
 from webhooks.slots import slots_held
 from webhooks.statements import delivery_lease, outcome_record
 
@@ -120,13 +120,15 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
 
 def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
     """Sends the claimed delivery once and records the outcome; returns its new status."""
-    body = json.dumps(event_resource(delivery.event), separators=(",", ":")).encode()
+    # `"test": false`: a channel's test send carries true (webhooks/channel_services.py).
+    resource = {**event_resource(delivery.event), "test": False}
+    body = json.dumps(resource, separators=(",", ":")).encode()
     try:
         result = send(
             url=delivery.destination.url,
             message_id=delivery.event_id,
             body=body,
-            secrets=destination_signing_secrets(delivery.destination),
+            secrets=signing_secrets(store_id=delivery.store_id),
         )
         return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
     finally:

@@ -7,7 +7,7 @@ import logging
 from django.conf import settings
 from django.db.models import Q
 
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
 from webhooks.sender import SendResult
 from webhooks.services import destination_enabled_set
 
@@ -52,23 +52,23 @@ def destination_health_update(*, destination, result: SendResult, now) -> bool:
     """
     if result.succeeded:
         if destination.failing_since is not None:
-            WebhookDestination.objects.filter(pk=destination.pk).update(failing_since=None)
+            WebhookChannel.objects.filter(pk=destination.pk).update(failing_since=None)
         return False
     if destination.failing_since is None:
-        WebhookDestination.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
+        WebhookChannel.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
             failing_since=now
         )
     reason = ""
     if result.response_status == 410:
-        reason = WebhookDestination.DISABLED_GONE
+        reason = WebhookChannel.DISABLED_GONE
     elif destination.failing_since is not None:
         failing_since = (
-            WebhookDestination.objects.filter(pk=destination.pk)
+            WebhookChannel.objects.filter(pk=destination.pk)
             .values_list("failing_since", flat=True)
             .first()
         )
         if failing_since and failing_since <= now - settings.WEBHOOKS_DISABLE_AFTER_FAILING:
-            reason = WebhookDestination.DISABLED_FAILING
+            reason = WebhookChannel.DISABLED_FAILING
     if reason:
         logger.warning("webhook destination %s disabled: %s", destination.pk, reason)
         destination_enabled_set(destination=destination, enabled=False, reason=reason)

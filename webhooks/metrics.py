@@ -18,7 +18,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
 from config.health import OK
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
 
 logger = logging.getLogger(__name__)
 
@@ -49,14 +49,12 @@ def backlog_read(now) -> dict:
     """The backlog as numbers: pending, due, oldest due age (s), disabled destinations."""
     cap = settings.METRICS_BACKLOG_COUNT_CAP
     disabled = (
-        WebhookDestination.objects.filter(enabled=False)
+        WebhookChannel.objects.filter(enabled=False)
         .order_by()
         .values_list("disabled_reason", flat=True)[:cap]
     )
     # No reason: turned off in the admin.
-    by_reason = Counter(
-        reason or WebhookDestination.DISABLED_BY_USER for reason in disabled.iterator()
-    )
+    by_reason = Counter(reason or WebhookChannel.DISABLED_BY_USER for reason in disabled.iterator())
     return {
         "pending": WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_PENDING)
         .order_by()
@@ -110,6 +108,6 @@ class BacklogCollector:
             "Disabled webhook destinations by reason: user, gone (410), failing.",
             labels=["reason"],
         )
-        for reason, _label in WebhookDestination.DISABLED_REASONS:
+        for reason, _label in WebhookChannel.DISABLED_REASONS:
             disabled.add_metric([reason], backlog["disabled_destinations"].get(reason, 0))
         yield disabled

@@ -1,6 +1,7 @@
-"""Webhook destinations and deliveries, after Saleor's EventDelivery / EventDeliveryAttempt.
+"""Webhook channels, the store's signing secret and deliveries (after Saleor's EventDelivery /
+EventDeliveryAttempt).
 
-A delivery is one event to be pushed to the store's destination; each try is an attempt row.
+A delivery is one event to be pushed to one channel; each try is an attempt row.
 Deliveries reference their event with on_delete=CASCADE, so they follow the journal's retention.
 """
 
@@ -14,8 +15,15 @@ from config.list_totals import ListTotals
 from webhooks.addresses import url_origin
 
 
-class WebhookDestination(models.Model):
-    """The store's one webhook destination (docs/design.md "Webhooks")."""
+class WebhookChannel(models.Model):
+    """One of a store's webhook channels (docs/design.md "Webhooks"; issue 31): a URL and the
+    event types it is sent. A store has several; they share the store's signing secret
+    (WebhookSigningSecret).
+
+    The table keeps its name from when a store had one destination (migration 0011): the claim
+    and wake-up statements (webhooks/statements.py, webhooks/slots.py) and the delivery's
+    `destination` column name it, and the pipeline works per channel as it did per destination.
+    """
 
     DISABLED_BY_USER = "user"
     DISABLED_GONE = "gone"
@@ -26,19 +34,19 @@ class WebhookDestination(models.Model):
         (DISABLED_FAILING, "every attempt failed for too long"),
     ]
 
-    store = models.OneToOneField(
-        "stores.Store", on_delete=models.CASCADE, related_name="webhook_destination"
+    store = models.ForeignKey(
+        "stores.Store", on_delete=models.CASCADE, related_name="webhook_channels"
     )
+    # The channel's id in the API (the SDK's `id`, a UUID); the integer pk stays internal (the
+    # send slots' owner, the drain markers).
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 (SDK: string|null)
     url = models.URLField(max_length=2048)
-    secret = models.CharField(max_length=100)
-    # Still signs (as a second signature) until previous_secret_expires_at, so receivers can
-    # switch secrets without dropping deliveries.
-    previous_secret = models.CharField(max_length=100, blank=True, default="")
-    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(
         max_length=16, choices=DISABLED_REASONS, blank=True, default=""
     )
+    # The SDK's allowed_notifications: registered event types, sorted, unique.
     event_types = models.JSONField(default=list)
     # Start of the current run of failed attempts; cleared by any 2xx.
     failing_since = models.DateTimeField(null=True, blank=True)
@@ -46,6 +54,11 @@ class WebhookDestination(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "webhooks_webhookdestination"
+        constraints = [
+            # The same canonical URL twice in one store is refused (issue 31 §1).
+            models.UniqueConstraint(fields=["store", "url"], name="channel_store_url_unique")
+        ]
         indexes = [
             # A released send slot of the failing destinations' share wakes the next failing
             # destination in id order (webhooks/attempts.py).
@@ -60,6 +73,27 @@ class WebhookDestination(models.Model):
         # The origin only: the path or query can be a credential (hooks.slack.com/services/...),
         # and this text goes to admin messages (a cookie), LogEntry and delete confirmations.
         return f"{self.store_id} -> {url_origin(self.url)}"
+
+
+class WebhookSigningSecret(models.Model):
+    """The store-wide signing secret of its channels (PUT /api/v2/webhook-channels/signing-secret).
+
+    The previous secret still signs, as a second Standard Webhooks signature, until
+    previous_secret_expires_at (WEBHOOKS_PREVIOUS_SECRET_TTL, 24 h), so receivers can switch
+    secrets without dropping deliveries. No row: no secret configured yet.
+    """
+
+    store = models.OneToOneField(
+        "stores.Store", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    # whsec_ + base64 of the key: a supplied 255-character secret is up to 1020 UTF-8 bytes.
+    secret = models.CharField(max_length=1400)
+    previous_secret = models.CharField(max_length=1400, blank=True, default="")
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"signing secret of store {self.store_id}"
 
 
 # "Due delivery", written once: pending, its attempt due at `now`, and no live lease holds it.
@@ -108,8 +142,9 @@ class WebhookDelivery(models.Model):
     )
     # Denormalised from the event for the list filter without a join.
     event_type = models.CharField(max_length=120)
+    # The channel (the column keeps its name from the destinations; the API says channel_id).
     destination = models.ForeignKey(
-        WebhookDestination,
+        WebhookChannel,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,

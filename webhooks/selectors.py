@@ -4,27 +4,51 @@ import uuid
 
 from django.db.models import Subquery
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from config.api.errors import NotFound
 from events.registry import EVENT_TYPES, EventType
-from webhooks.models import WebhookDelivery, WebhookDeliveryTotal, WebhookDestination
+from webhooks.models import (
+    WebhookChannel,
+    WebhookDelivery,
+    WebhookDeliveryTotal,
+    WebhookSigningSecret,
+)
 
 
-def destination_get(*, store) -> WebhookDestination:
-    destination = WebhookDestination.objects.filter(store=store).first()
+def destination_get(*, store) -> WebhookChannel:
+    """The /api/v2/webhook-destination alias: the store's first channel."""
+    destination = WebhookChannel.objects.filter(store=store).order_by("id").first()
     if destination is None:
         raise NotFound("This store has no webhook destination.")
     return destination
 
 
 def destination_secret_get(*, store) -> str | None:
-    """The current signing secret of the store's destination; None without a destination."""
-    return WebhookDestination.objects.filter(store=store).values_list("secret", flat=True).first()
+    """The store's current signing secret; None without a destination (the alias shows it)."""
+    if not WebhookChannel.objects.filter(store=store).exists():
+        return None
+    found = WebhookSigningSecret.objects.filter(store=store).values_list("secret", flat=True)
+    return found.first()
 
 
 def destination_url_get(*, store) -> str | None:
     """The URL of the store's destination; None without a destination."""
-    return WebhookDestination.objects.filter(store=store).values_list("url", flat=True).first()
+    found = WebhookChannel.objects.filter(store=store).order_by("id")
+    return found.values_list("url", flat=True).first()
+
+
+def signing_secrets(*, store_id) -> list[str]:
+    """The secrets a delivery of the store is signed with: the current one, and the previous
+    one while its grace lasts. Empty while the store has none configured."""
+    found = WebhookSigningSecret.objects.filter(store_id=store_id).first()
+    if found is None:
+        return []
+    secrets = [found.secret]
+    expires = found.previous_secret_expires_at
+    if found.previous_secret and expires and expires > timezone.now():
+        secrets.append(found.previous_secret)
+    return secrets
 
 
 def event_types_list() -> list[EventType]:
@@ -45,7 +69,7 @@ def delivery_get(*, store, delivery_id) -> WebhookDelivery:
     except ValueError:
         raise NotFound() from None
     delivery = (
-        WebhookDelivery.objects.select_related("event")
+        WebhookDelivery.objects.select_related("event", "destination")
         .filter(store=store, pk=delivery_uuid)
         .first()
     )

@@ -15,7 +15,8 @@ from webhooks.addresses import (
     url_check,
     url_origin,
 )
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
+from webhooks.selectors import signing_secrets
 
 # Duplicates are accepted (and merged); a longer list is refused.
 MAX_EVENT_TYPES = 50
@@ -143,7 +144,7 @@ class WebhookDestinationSerializer(serializers.ModelSerializer):
     event_types = serializers.ListField(child=serializers.ChoiceField(choices=sorted(EVENT_TYPES)))
 
     class Meta:
-        model = WebhookDestination
+        model = WebhookChannel
         fields = ["url", "event_types", "enabled", "disabled_reason", "created_at", "updated_at"]
 
     def get_disabled_reason(self, destination) -> str | None:
@@ -151,8 +152,14 @@ class WebhookDestinationSerializer(serializers.ModelSerializer):
 
 
 class WebhookDestinationWithSecretSerializer(WebhookDestinationSerializer):
+    # The store-wide signing secret (webhooks.models.WebhookSigningSecret).
+    secret = serializers.SerializerMethodField()
+
     class Meta(WebhookDestinationSerializer.Meta):
         fields = [*WebhookDestinationSerializer.Meta.fields, "secret"]
+
+    def get_secret(self, destination) -> str:
+        return signing_secrets(store_id=destination.store_id)[0]
 
 
 # Renders an events.registry.EventType.
@@ -160,6 +167,12 @@ class WebhookEventTypeSerializer(serializers.Serializer):
     type = serializers.CharField()
     version = serializers.IntegerField()
     description = serializers.CharField()
+    schema = serializers.DictField(help_text="JSON Schema (2020-12) of the event's `data`.")
+    # Always present; optional in the schema only so that the list's OpenAPI example can leave
+    # it out (Spectral reads an object with `type` and `example` in an example as a schema).
+    example = serializers.DictField(
+        required=False, help_text="A `data` of this type, valid against `schema`."
+    )
 
 
 # `{data: [...]}`, not a page: many=False tells drf-spectacular this list action's response is
@@ -176,6 +189,7 @@ WEBHOOK_DELIVERY_EXAMPLE = {
     "event_id": "evt_01J0Z8X4R2M6N7P8Q9R0S1T2V3",
     "event_type": "order.completed",
     "status": "succeeded",
+    "channel_id": "0b6f7c1e-2d3a-4c5b-8e9f-a0b1c2d3e4f5",
     "destination_origin": "https://hooks.example.com",
     "attempts": 1,
     "response_status": 200,
@@ -216,6 +230,16 @@ WEBHOOK_EVENT_TYPES_EXAMPLE = {
             "type": "order.completed",
             "version": 1,
             "description": "An order completed and delivery began.",
+            # Shortened here, without `example` (the API gives both whole): see
+            # WebhookEventTypeSerializer.example.
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "total_cents": {"type": "integer", "minimum": 0},
+                    "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                },
+                "required": ["total_cents", "currency"],
+            },
         }
     ]
 }
@@ -230,6 +254,12 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
     destination_origin = serializers.CharField(
         help_text="scheme://host[:port] of the destination; the full URL is never shown."
     )
+    channel_id = serializers.UUIDField(
+        source="destination.uid",
+        allow_null=True,
+        default=None,
+        help_text="The channel it is (or was) sent to; null once that channel is deleted.",
+    )
 
     class Meta:
         model = WebhookDelivery
@@ -238,6 +268,7 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
             "event_id",
             "event_type",
             "status",
+            "channel_id",
             "destination_origin",
             "attempts",
             "response_status",
@@ -246,3 +277,30 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
         ]
+
+
+class WebhookDeliveryAttemptSerializer(serializers.Serializer):
+    """One attempt of a delivery (issue 31 §3): never the URL, nor its path or query."""
+
+    attempt = serializers.IntegerField(source="number")
+    attempted_at = serializers.DateTimeField(source="started_at")
+    duration_ms = serializers.IntegerField(allow_null=True)
+    response_status = serializers.IntegerField(allow_null=True)
+    error = serializers.SerializerMethodField(
+        help_text="What went wrong without an answer: `timeout`, `connect timeout`, "
+        "`connection refused`, `DNS failure`, `TLS error`, `connection error`, `request error`, "
+        "`reading the response failed`, `Refused destination`, `abandoned`; null when the "
+        "receiver answered (see response_status)."
+    )
+
+    def get_error(self, attempt) -> str | None:
+        # Stored as "<kind>: <origin or detail>" or "HTTP <status>" (webhooks/sender.py).
+        if not attempt.error or attempt.error.startswith("HTTP "):
+            return None
+        return attempt.error.split(":", 1)[0]
+
+
+# `{data: [...]}`, not a page.
+@extend_schema_serializer(many=False)
+class WebhookDeliveryAttemptListSerializer(serializers.Serializer):
+    data = WebhookDeliveryAttemptSerializer(many=True)

@@ -24,7 +24,7 @@ from django.utils import timezone
 from config.api.errors import NotFound, RateLimited, ValidationFailed
 from stores.models import Store
 from webhooks.addresses import url_origin
-from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSendSlot, WebhookSigningSecret
 from webhooks.queueing import drain_request_on_commit
 from webhooks.selectors import delivery_get, destination_get
 
@@ -43,7 +43,7 @@ def secret_new() -> str:
 
 def destination_put(
     *, store, url: str, event_types: list[str], enabled: bool = True
-) -> tuple[WebhookDestination, bool]:
+) -> tuple[WebhookChannel, bool]:
     """Creates or replaces the store's destination; returns (destination, created).
 
     `url` and `event_types` as webhooks.serializers.WebhookDestinationPutSerializer validates
@@ -54,17 +54,22 @@ def destination_put(
         # Serialises the store's PUTs: with no destination yet, locking it would lock nothing
         # and two first PUTs would both insert. NO KEY: rows referencing the store still insert.
         Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
-        destination = WebhookDestination.objects.select_for_update().filter(store=store).first()
+        destination = (
+            WebhookChannel.objects.select_for_update().filter(store=store).order_by("id").first()
+        )
         created = destination is None
         if created:
-            destination = WebhookDestination(store=store, secret=secret_new(), created_at=now)
+            destination = WebhookChannel(store=store, created_at=now)
+            # The alias shows the secret it creates the destination with (201): a new one,
+            # not one set through the channels, which is never shown.
+            signing_secret_set(store=store, secret=secret_new())
         elif (enabled and not destination.enabled) or url != destination.url:
             # A new URL starts its own failure clock; so does a re-enabled destination.
             destination.failing_since = None
         destination.url = url
         destination.event_types = event_types
         destination.enabled = enabled
-        destination.disabled_reason = "" if enabled else WebhookDestination.DISABLED_BY_USER
+        destination.disabled_reason = "" if enabled else WebhookChannel.DISABLED_BY_USER
         destination.updated_at = now
         destination.save()
         if not enabled:
@@ -72,15 +77,15 @@ def destination_put(
     return destination, created
 
 
-def destination_enabled_set(*, destination: WebhookDestination, enabled: bool, reason: str = ""):
+def destination_enabled_set(*, destination: WebhookChannel, enabled: bool, reason: str = ""):
     now = timezone.now()
     fields = {"enabled": enabled, "updated_at": now}
     if enabled:
         fields |= {"disabled_reason": "", "failing_since": None}
     else:
-        fields["disabled_reason"] = reason or WebhookDestination.DISABLED_BY_USER
+        fields["disabled_reason"] = reason or WebhookChannel.DISABLED_BY_USER
     with transaction.atomic():
-        WebhookDestination.objects.filter(pk=destination.pk).update(**fields)
+        WebhookChannel.objects.filter(pk=destination.pk).update(**fields)
         if not enabled:
             _pending_deliveries_disable(destination_id=destination.pk, now=now)
     for name, value in fields.items():
@@ -116,30 +121,32 @@ def destination_delete(*, store) -> None:
         destination.delete()
 
 
-def destination_secret_rotate(*, store) -> WebhookDestination:
-    """New secret; the previous one keeps signing for WEBHOOKS_PREVIOUS_SECRET_TTL."""
+def signing_secret_set(*, store, secret: str) -> WebhookSigningSecret:
+    """Sets the store-wide signing secret of its channels; the previous one keeps signing, as a
+    second signature, for WEBHOOKS_PREVIOUS_SECRET_TTL (24 h)."""
     now = timezone.now()
     with transaction.atomic():
-        destination = WebhookDestination.objects.select_for_update().filter(store=store).first()
-        if destination is None:
-            raise NotFound("This store has no webhook destination.")
-        destination.previous_secret = destination.secret
-        destination.previous_secret_expires_at = now + settings.WEBHOOKS_PREVIOUS_SECRET_TTL
-        destination.secret = secret_new()
-        destination.updated_at = now
-        destination.save()
-    return destination
+        current = WebhookSigningSecret.objects.select_for_update().filter(store=store).first()
+        if current is None:
+            return WebhookSigningSecret.objects.create(store=store, secret=secret, updated_at=now)
+        if current.secret != secret:
+            current.previous_secret = current.secret
+            current.previous_secret_expires_at = now + settings.WEBHOOKS_PREVIOUS_SECRET_TTL
+            current.secret = secret
+        current.updated_at = now
+        current.save()
+    return current
 
 
-def destination_signing_secrets(destination: WebhookDestination) -> list[str]:
-    secrets = [destination.secret]
-    expires = destination.previous_secret_expires_at
-    if destination.previous_secret and expires and expires > timezone.now():
-        secrets.append(destination.previous_secret)
-    return secrets
+def destination_secret_rotate(*, store) -> WebhookSigningSecret:
+    """A new server-generated store secret (the destination alias and the admin's rotation);
+    the previous one keeps signing for WEBHOOKS_PREVIOUS_SECRET_TTL."""
+    if not WebhookChannel.objects.filter(store=store).exists():
+        raise NotFound("This store has no webhook destination.")
+    return signing_secret_set(store=store, secret=secret_new())
 
 
-def _delivery_new(*, event, destination: WebhookDestination, replay_of=None) -> WebhookDelivery:
+def _delivery_new(*, event, destination: WebhookChannel, replay_of=None) -> WebhookDelivery:
     now = timezone.now()
     status = (
         WebhookDelivery.STATUS_PENDING if destination.enabled else WebhookDelivery.STATUS_DISABLED
@@ -178,15 +185,23 @@ def _delivery_new(*, event, destination: WebhookDestination, replay_of=None) -> 
     return delivery
 
 
-def deliveries_create_for_event(*, event) -> WebhookDelivery | None:
-    """Subscribed to events.record (webhooks/apps.py): runs inside the event's transaction."""
-    destination = WebhookDestination.objects.filter(store_id=event.store_id).first()
-    if destination is None or event.type not in destination.event_types:
-        return None
-    delivery = _delivery_new(event=event, destination=destination)
-    if delivery.status == WebhookDelivery.STATUS_PENDING:
-        drain_request_on_commit(delivery.destination_id)
-    return delivery
+def deliveries_create_for_event(*, event) -> list[WebhookDelivery]:
+    """Subscribed to events.record (webhooks/apps.py): runs inside the event's transaction.
+
+    One delivery per channel of the store whose allowed_notifications include the event's type:
+    `pending` to an enabled channel (its drain queued on commit), `disabled` (never sent) to a
+    disabled one, so the history shows what it missed and recover can send it later.
+    """
+    channels = WebhookChannel.objects.filter(
+        store_id=event.store_id, event_types__contains=[event.type]
+    ).order_by("id")
+    deliveries = []
+    for channel in channels:
+        delivery = _delivery_new(event=event, destination=channel)
+        if delivery.status == WebhookDelivery.STATUS_PENDING:
+            drain_request_on_commit(delivery.destination_id)
+        deliveries.append(delivery)
+    return deliveries
 
 
 def _replay_cap_check(*, store) -> None:
@@ -220,18 +235,18 @@ def _replay_cap_check(*, store) -> None:
 
 
 def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
-    """A new pending delivery of the same (retained) event to the current destination.
+    """A new pending delivery of the same (retained) event to the delivery's own channel.
 
     Sends the event again; it never repeats the business action that recorded the event.
     Capped per store (_replay_cap_check) for the API and the admin alike.
     """
     original = delivery_get(store=store, delivery_id=delivery_id)
     with transaction.atomic():
-        destination = WebhookDestination.objects.filter(store=store).first()
+        destination = WebhookChannel.objects.filter(store=store, pk=original.destination_id).first()
         if destination is None:
-            raise ValidationFailed.field("destination", "this store has no webhook destination")
+            raise ValidationFailed.field("destination", "the delivery's channel was deleted")
         if not destination.enabled:
-            raise ValidationFailed.field("destination", "the webhook destination is disabled")
+            raise ValidationFailed.field("destination", "the delivery's channel is disabled")
         _replay_cap_check(store=store)
         delivery = _delivery_new(
             event=original.event, destination=destination, replay_of=original.pk

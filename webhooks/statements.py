@@ -11,7 +11,7 @@ from django.db import connection
 from config.db import PreparedStatement
 from events.models import Event
 from webhooks.leases import live_seconds
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination, due_sql
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt, due_sql
 
 # --- the claim -------------------------------------------------------------------------------
 
@@ -43,7 +43,7 @@ LEFT JOIN webhooks_webhookdestination AS destination ON destination.id = claimed
 CLAIM_ROW_MODELS = (
     ("claimed", WebhookDelivery),
     ("event", Event),
-    ("destination", WebhookDestination),
+    ("destination", WebhookChannel),
 )
 CLAIM_STATEMENT_BY = {
     match_name: PreparedStatement(

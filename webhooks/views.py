@@ -4,6 +4,9 @@ ViewSets registered in webhooks/urls.py; request bodies are validated by webhook
 query parameters by webhooks.filters, and the OpenAPI schema is derived from both.
 """
 
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
 from django.db import DEFAULT_DB_ALIAS
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
@@ -40,6 +43,7 @@ from webhooks.serializers import (
     WEBHOOK_DESTINATION_PUT_EXAMPLE,
     WEBHOOK_DESTINATION_WITH_SECRET_EXAMPLE,
     WEBHOOK_EVENT_TYPES_EXAMPLE,
+    WebhookDeliveryAttemptListSerializer,
     WebhookDeliveryReplaySerializer,
     WebhookDeliverySerializer,
     WebhookDestinationPutSerializer,
@@ -98,9 +102,29 @@ class WebhookAreaMixin:
     permission_area = "webhook"
 
 
+# /api/v2/webhook-destination stays one release as a deprecated alias of the store's first
+# channel (docs/decisions/webhooks.md "3. /api/v2/webhook-destination"): every answer says so,
+# Deprecation (RFC 9745, a Unix time), Sunset (RFC 8594, an HTTP-date) and the successor.
+DESTINATION_DEPRECATED_AT = datetime(2026, 11, 28, tzinfo=UTC)
+DESTINATION_SUNSET_AT = datetime(2027, 3, 1, tzinfo=UTC)
+DESTINATION_DEPRECATION_HEADERS = {
+    "Deprecation": f"@{int(DESTINATION_DEPRECATED_AT.timestamp())}",
+    "Sunset": format_datetime(DESTINATION_SUNSET_AT, usegmt=True),
+    "Link": '</api/v2/webhook-channels>; rel="successor-version"',
+}
+
+
+@extend_schema(deprecated=True)
 class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     # The store's one destination, served at the prefix itself (config/api/routers.py).
     singleton = True
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # Errors included: a client that only ever sees its 404 learns it too.
+        response = super().finalize_response(request, response, *args, **kwargs)
+        for name, value in DESTINATION_DEPRECATION_HEADERS.items():
+            response[name] = value
+        return response
 
     @extend_schema(
         operation_id="webhook_destination_retrieve",
@@ -195,7 +219,8 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     )
     @action(detail=False, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request):
-        destination = destination_secret_rotate(store=request.store)
+        destination_secret_rotate(store=request.store)
+        destination = destination_get(store=request.store)
         serializer = WebhookDestinationWithSecretSerializer
         return _destination_response(serializer, destination, request)
 
@@ -226,7 +251,8 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
     # Newest first: a page's ids are read by an index-only scan of delivery_store_created_id_idx
     # (the last page at 1M deliveries: 158 -> 56 ms with the paginator's deferred join,
     # docs/benchmarks/coupons-growth.md).
-    queryset = WebhookDelivery.objects.order_by("-created_at", "-id")
+    # With its channel, for `channel_id` (one join, no query per row).
+    queryset = WebhookDelivery.objects.select_related("destination").order_by("-created_at", "-id")
     serializer_class = WebhookDeliverySerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = WebhookDeliveryFilter
@@ -299,3 +325,41 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         return Response(
             {"data": self.get_serializer(replayed).data}, status=status.HTTP_201_CREATED
         )
+
+    @extend_schema(
+        operation_id="webhook_deliveries_attempts",
+        summary="The attempts of a delivery",
+        description="Each attempt of one delivery of the store, oldest first: when, how long, "
+        "the receiver's status and, without an answer, what went wrong. Never the URL. "
+        "Another store's delivery, or an id that is not a UUID, is a 404.",
+        parameters=[DELIVERY_PATH_PARAMETER],
+        responses={200: WebhookDeliveryAttemptListSerializer, **error_responses(403, 404)},
+        examples=[
+            response_example(
+                "Attempts",
+                {
+                    "data": [
+                        {
+                            "attempt": 1,
+                            "attempted_at": "2026-06-02T14:05:01Z",
+                            "duration_ms": 10002,
+                            "response_status": None,
+                            "error": "timeout",
+                        },
+                        {
+                            "attempt": 2,
+                            "attempted_at": "2026-06-02T14:05:16Z",
+                            "duration_ms": 84,
+                            "response_status": 200,
+                            "error": None,
+                        },
+                    ]
+                },
+            )
+        ],
+    )
+    @action(detail=True, methods=["get"])
+    def attempts(self, request, delivery: str):
+        found = delivery_get(store=request.store, delivery_id=delivery)
+        rows = found.attempt_records.order_by("number")
+        return Response(WebhookDeliveryAttemptListSerializer({"data": rows}).data)

@@ -138,10 +138,7 @@ class LaravelPagination(BasePagination):
         join (`DEFERRED_JOIN_FROM`). The rows are what the queryset yields: model instances,
         or dicts of a `values()` list."""
         self.request = request
-        self.per_page = parse_int_param(
-            request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
-        )
-        self.page = parse_int_param(request, "page", default=1, minimum=1)
+        self.per_page, self.page = self.page_params(request)
         # Deeper than any list, and than PostgreSQL's OFFSET (a bigint) could even say.
         offset = min((self.page - 1) * self.per_page, MAX_OFFSET)
         if TOTAL_ANNOTATION not in queryset.query.annotations:
@@ -167,6 +164,13 @@ class LaravelPagination(BasePagination):
         self.last_page = max(1, math.ceil(self.total / self.per_page))
         self._link_parts = self._link_around_page()
         return page
+
+    def page_params(self, request) -> tuple[int, int]:
+        """(limit, page) the request asks for; a POST search may take them from its body."""
+        per_page = parse_int_param(
+            request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit
+        )
+        return per_page, parse_int_param(request, "page", default=1, minimum=1)
 
     def _link_around_page(self) -> tuple[str, str]:
         """A link's text before and after its page number. The request's other query

@@ -226,6 +226,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "orders", "description": "The events of one order."},
         {"name": "invoices", "description": "A store's invoices."},
         {"name": "webhook-destination", "description": "Where the store's events are pushed."},
+        {"name": "webhook-channels", "description": "Where the store's events are pushed."},
         {"name": "webhook-event-types", "description": "The event types a webhook receives."},
         {"name": "webhook-deliveries", "description": "Pushed events: history and replay."},
         {"name": "oauth", "description": "The official CLI's sign-in (OAuth 2.0 + PKCE)."},

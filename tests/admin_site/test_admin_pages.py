@@ -29,12 +29,17 @@ from tests.factories import (
     CouponFactory,
     MembershipFactory,
     UserFactory,
-    WebhookDestinationFactory,
+    WebhookChannelFactory,
     make_api_key,
 )
 from tests.oauth_cli.flow import approve, authorize_params, connect
 from tests.webhooks.helpers import record_order_completed
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.models import (
+    WebhookChannel,
+    WebhookDelivery,
+    WebhookDeliveryAttempt,
+    WebhookSigningSecret,
+)
 
 WEBHOOK_SECRET = "whsec_current_0123456789abcdefABCDEF"
 PREVIOUS_WEBHOOK_SECRET = "whsec_previous_0123456789abcdefABCDEF"
@@ -55,14 +60,13 @@ def world(db):
     CouponFactory(store=other, code="BETA10")
     Order.objects.create(store=store, subtotal_cents=1000, total_cents=1000, currency="EUR")
     Order.objects.create(store=other, subtotal_cents=2000, total_cents=2000, currency="EUR")
-    WebhookDestinationFactory(
-        store=store,
-        secret=WEBHOOK_SECRET,
+    WebhookChannelFactory(store=store, signing_secret=WEBHOOK_SECRET)
+    WebhookSigningSecret.objects.filter(store=store).update(
         previous_secret=PREVIOUS_WEBHOOK_SECRET,
         previous_secret_expires_at=timezone.now() + timedelta(hours=1),
     )
-    WebhookDestinationFactory(
-        store=other, url="https://hooks.example.com/beta", secret=OTHER_WEBHOOK_SECRET
+    WebhookChannelFactory(
+        store=other, url="https://hooks.example.com/beta", signing_secret=OTHER_WEBHOOK_SECRET
     )
     record_order_completed(store, order_id=1)
     record_order_completed(other, order_id=2)
@@ -172,8 +176,9 @@ def test_no_secret_or_secret_hash_appears_in_any_admin_page(admin_client, world)
 
 
 def test_secrets_show_masked_in_their_change_forms(admin_client, world):
-    destination = WebhookDestination.objects.get(secret=WEBHOOK_SECRET)
-    html = admin_client.get(admin_url(WebhookDestination, "change", destination.pk)).content
+    store_id = WebhookSigningSecret.objects.get(secret=WEBHOOK_SECRET).store_id
+    destination = WebhookChannel.objects.get(store_id=store_id)
+    html = admin_client.get(admin_url(WebhookChannel, "change", destination.pk)).content
     assert f"…{WEBHOOK_SECRET[-4:]}".encode() in html
     assert f"…{PREVIOUS_WEBHOOK_SECRET[-4:]}".encode() in html
     token = get_access_token_model().objects.get()

@@ -6,10 +6,10 @@ import pytest
 from django.contrib.admin.models import LogEntry
 
 from tests.admin_users import cookies_carry, sessions_carry, staff_client_with
-from tests.factories import MembershipFactory, WebhookDestinationFactory
+from tests.factories import MembershipFactory, WebhookChannelFactory
 from tests.webhooks.helpers import record_order_completed
 from webhooks.addresses import url_origin
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
 
 pytestmark = pytest.mark.django_db
 
@@ -17,13 +17,13 @@ CREDENTIAL_PATH = "/services/T0001/B0002/s3cr3tPathCredential"
 CREDENTIAL_QUERY = "token=q5ecretQueryToken"
 URL = f"https://hooks.example.com{CREDENTIAL_PATH}?{CREDENTIAL_QUERY}"
 CREDENTIAL_PARTS = ("s3cr3tPathCredential", "q5ecretQueryToken")
-DESTINATIONS = "/admin/webhooks/webhookdestination/"
+DESTINATIONS = "/admin/webhooks/webhookchannel/"
 
 
 @pytest.fixture
 def destination():
-    return WebhookDestinationFactory(
-        store=MembershipFactory().store, url=URL, secret="whsec_0123456789abcdefABCDEF0123"
+    return WebhookChannelFactory(
+        store=MembershipFactory().store, url=URL, signing_secret="whsec_0123456789abcdefABCDEF0123"
     )
 
 
@@ -43,9 +43,7 @@ def test_saving_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_
     destination,
 ):
     # given: staff who may change destinations (every field is read-only, "Save" still logs)
-    editor = staff_client_with(
-        "webhooks.view_webhookdestination", "webhooks.change_webhookdestination"
-    )
+    editor = staff_client_with("webhooks.view_webhookchannel", "webhooks.change_webhookchannel")
     # when
     response = editor.post(f"{DESTINATIONS}{destination.pk}/change/", {})
     # then: the message ("... was changed successfully") and the log entry name the origin
@@ -62,16 +60,14 @@ def test_saving_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_
 def test_deleting_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_log(
     destination,
 ):
-    remover = staff_client_with(
-        "webhooks.view_webhookdestination", "webhooks.delete_webhookdestination"
-    )
+    remover = staff_client_with("webhooks.view_webhookchannel", "webhooks.delete_webhookchannel")
     confirmation = remover.get(f"{DESTINATIONS}{destination.pk}/delete/")
     assert confirmation.status_code == 200
 
     response = remover.post(f"{DESTINATIONS}{destination.pk}/delete/", {"post": "yes"})
 
     assert response.status_code == 302
-    assert not WebhookDestination.objects.exists()
+    assert not WebhookChannel.objects.exists()
     entry = LogEntry.objects.get()
     assert "hooks.example.com" in entry.object_repr
     following = remover.get(response["Location"]).content.decode()
@@ -88,7 +84,7 @@ def test_admin_pages_show_the_destination_origin_not_its_url(destination):
     WebhookDeliveryAttempt.objects.create(
         delivery=delivery, number=1, origin=url_origin(URL), response_status=500
     )
-    viewer = staff_client_with("webhooks.view_webhookdestination", "webhooks.view_webhookdelivery")
+    viewer = staff_client_with("webhooks.view_webhookchannel", "webhooks.view_webhookdelivery")
     # when
     pages = [
         viewer.get(DESTINATIONS),
@@ -105,10 +101,10 @@ def test_admin_pages_show_the_destination_origin_not_its_url(destination):
 
 
 def test_searching_by_a_piece_of_the_url_path_finds_nothing(destination):
-    viewer = staff_client_with("webhooks.view_webhookdestination")
+    viewer = staff_client_with("webhooks.view_webhookchannel")
 
     by_path = viewer.get(DESTINATIONS, {"q": "s3cr3tPath"}).content.decode()
     by_store = viewer.get(DESTINATIONS, {"q": destination.store.slug}).content.decode()
 
-    assert "0 webhook destinations" in by_path
-    assert "1 webhook destination" in by_store
+    assert "0 webhook channels" in by_path
+    assert "1 webhook channel" in by_store

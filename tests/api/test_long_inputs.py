@@ -27,7 +27,7 @@ from config.api.models import IdempotencyKey
 from events.services import record
 from oauth_cli.services import cli_application_ensure
 from tests.api.envelope import ENVELOPE_KEYS
-from tests.factories import CouponFactory, WebhookDestinationFactory
+from tests.factories import CouponFactory, WebhookChannelFactory
 from tests.oauth_cli.flow import REDIRECT_URI, authorize_params, consent, query_of
 from tests.webhooks.dns import PUBLIC_IPV4
 from webhooks.models import WebhookDelivery
@@ -76,7 +76,7 @@ def world(user, store, api_key):
     """What the paths of the schema name: a coupon, a delivery (of an order's event)."""
     cli_application_ensure()
     coupon = CouponFactory(store=store, code="WALKED")
-    WebhookDestinationFactory(store=store, event_types=["order.completed"])
+    channel = WebhookChannelFactory(store=store, event_types=["order.completed"])
     with transaction.atomic():
         event = record(
             store=store,
@@ -85,7 +85,13 @@ def world(user, store, api_key):
             data={"total_cents": 1250, "currency": "EUR"},
         )
     delivery = WebhookDelivery.objects.get(event=event)
-    path_values = {"id": coupon.pk, "delivery": delivery.pk, "store": store.pk, "order": 1}
+    path_values = {
+        "id": coupon.pk,
+        "delivery": delivery.pk,
+        "channel": channel.uid,
+        "store": store.pk,
+        "order": 1,
+    }
     client = Client(raise_request_exception=False)
     client.get("/api/v2/me", HTTP_AUTHORIZATION=f"Bearer {api_key}")  # warm: URLs, connection
     return {"api_key": api_key, "store": store, "user": user, "path_values": path_values}

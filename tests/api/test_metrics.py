@@ -13,7 +13,7 @@ from events.services import record
 from oauth_cli.services import cli_application_ensure
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.oauth_cli.flow import connect, refresh
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
 from webhooks.services import destination_put
 
 pytestmark = pytest.mark.django_db
@@ -231,8 +231,8 @@ def test_counts_stop_at_the_cap(scraper, settings, store, destination):
 
 
 def test_disabled_destinations_are_counted_by_reason(scraper, store, other_store, destination):
-    WebhookDestination.objects.filter(pk=destination.pk).update(
-        enabled=False, disabled_reason=WebhookDestination.DISABLED_GONE
+    WebhookChannel.objects.filter(pk=destination.pk).update(
+        enabled=False, disabled_reason=WebhookChannel.DISABLED_GONE
     )
     destination_put(
         store=other_store, url="https://hooks.example.com/b", event_types=[], enabled=False

@@ -98,11 +98,11 @@ def test_pruning_another_store_does_not_expire_this_stores_cursor(auth_client, s
 
 @pytest.mark.django_db
 def test_prune_deletes_the_webhook_deliveries_of_pruned_events(store):
-    from tests.factories import WebhookDestinationFactory
+    from tests.factories import WebhookChannelFactory
     from webhooks.models import WebhookDelivery
 
     # given events with deliveries (a disabled destination: deliveries are kept, never sent)
-    WebhookDestinationFactory(store=store, enabled=False, event_types=["coupon.updated"])
+    WebhookChannelFactory(store=store, enabled=False, event_types=["coupon.updated"])
     for n in range(300):
         record_committed(store, type="coupon.updated", subject=("coupon", str(n)))
     kept = record_committed(store, type="coupon.updated", subject=("coupon", "new"))

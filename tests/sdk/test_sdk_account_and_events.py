@@ -7,7 +7,7 @@ import pytest
 from sellapp_sdk import AuthenticationError, SellAppClient
 
 from orders.services import order_complete, order_place
-from tests.factories import WebhookDestinationFactory
+from tests.factories import WebhookChannelFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,7 +64,7 @@ def test_webhook_platform_reads(sdk):
 
 def test_webhook_delivery_read_and_replay(sdk, sdk_owner):
     _, store, _ = sdk_owner
-    WebhookDestinationFactory(store=store)
+    WebhookChannelFactory(store=store)
     order_complete(order=order_place(store=store, subtotal_cents=2599))
     [listed] = sdk.webhook_platform.list_webhook_deliveries(limit=10).data
 

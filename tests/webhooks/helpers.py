@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from events.services import record
 from tests.servers import wait_for
-from webhooks.models import WebhookSendSlot
+from webhooks.models import WebhookSendSlot, WebhookSigningSecret
 from webhooks.services import destination_put
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -355,3 +355,9 @@ class CountingReceiver(Receiver):
 
 def live_slots() -> int:
     return WebhookSendSlot.objects.filter(lease_until__gte=timezone.now()).count()
+
+
+def store_secret(store, *, previous: bool = False) -> str:
+    """The store's signing secret (or the previous one) as stored."""
+    found = WebhookSigningSecret.objects.get(store=store)
+    return found.previous_secret if previous else found.secret

@@ -7,9 +7,9 @@ from events.models import Event
 from events.services import events_prune
 from tests.admin_users import cookies_carry, post_action, sessions_carry, staff_client_with
 from tests.factories import MembershipFactory
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
 from webhooks.attempts import delivery_send
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
 
 
 def test_sweeper_is_scheduled_by_beat(settings):
@@ -88,8 +88,8 @@ def test_admin_replay_action_creates_a_new_pending_delivery(admin_client, store,
 def test_admin_disable_enable_and_rotate(admin_client, store, receiver):
     destination = destination_for(store, receiver.url)
     pending = WebhookDelivery.objects.get(event=record_order_completed(store))
-    secret = destination.secret
-    url = "/admin/webhooks/webhookdestination/"
+    secret = store_secret(destination.store)
+    url = "/admin/webhooks/webhookchannel/"
 
     admin_client.post(url, {"action": "disable", "_selected_action": [destination.pk]})
     destination.refresh_from_db()
@@ -105,18 +105,21 @@ def test_admin_disable_enable_and_rotate(admin_client, store, receiver):
         url, {"action": "rotate_secret", "_selected_action": [destination.pk]}, follow=True
     )
     destination.refresh_from_db()
-    assert destination.secret != secret and destination.previous_secret == secret
-    assert destination.secret in response.content.decode()
-    assert WebhookDestination.objects.count() == 1
+    assert (
+        store_secret(destination.store) != secret
+        and store_secret(destination.store, previous=True) == secret
+    )
+    assert store_secret(destination.store) in response.content.decode()
+    assert WebhookChannel.objects.count() == 1
 
 
-DESTINATIONS = "/admin/webhooks/webhookdestination/"
+DESTINATIONS = "/admin/webhooks/webhookchannel/"
 DELIVERIES = "/admin/webhooks/webhookdelivery/"
 
 
 def destination_state(destination):
     destination.refresh_from_db()
-    return (destination.enabled, destination.disabled_reason, destination.secret)
+    return (destination.enabled, destination.disabled_reason, store_secret(destination.store))
 
 
 @pytest.mark.parametrize(
@@ -127,13 +130,13 @@ def test_view_only_staff_cannot_run_destination_actions(store, receiver, action,
     # given
     destination = destination_for(store, receiver.url, enabled=enabled)
     before = destination_state(destination)
-    viewer = staff_client_with("webhooks.view_webhookdestination")
+    viewer = staff_client_with("webhooks.view_webhookchannel")
     assert viewer.get(DESTINATIONS).status_code == 200
     # when
     response = post_action(viewer, DESTINATIONS, action, [destination.pk])
     # then
     assert destination_state(destination) == before
-    assert destination.secret not in response.content.decode()
+    assert store_secret(destination.store) not in response.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -141,16 +144,14 @@ def test_view_only_staff_cannot_run_destination_actions(store, receiver, action,
     [
         ("enable", False, lambda d: d.enabled),
         ("disable", True, lambda d: not d.enabled),
-        ("rotate_secret", True, lambda d: d.previous_secret != ""),
+        ("rotate_secret", True, lambda d: store_secret(d.store, previous=True) != ""),
     ],
 )
 def test_staff_with_the_change_permission_run_destination_actions(
     store, receiver, action, enabled, changed
 ):
     destination = destination_for(store, receiver.url, enabled=enabled)
-    editor = staff_client_with(
-        "webhooks.view_webhookdestination", "webhooks.change_webhookdestination"
-    )
+    editor = staff_client_with("webhooks.view_webhookchannel", "webhooks.change_webhookchannel")
 
     post_action(editor, DESTINATIONS, action, [destination.pk])
 
@@ -162,9 +163,7 @@ def test_a_rotated_secret_is_shown_once_uncached_and_never_in_a_cookie(store, re
     # given
     destination = destination_for(store, receiver.url)
     other = destination_for(MembershipFactory().store, receiver.url)
-    editor = staff_client_with(
-        "webhooks.view_webhookdestination", "webhooks.change_webhookdestination"
-    )
+    editor = staff_client_with("webhooks.view_webhookchannel", "webhooks.change_webhookchannel")
     # when
     response = post_action(editor, DESTINATIONS, "rotate_secret", [destination.pk, other.pk])
     # then
@@ -173,11 +172,13 @@ def test_a_rotated_secret_is_shown_once_uncached_and_never_in_a_cookie(store, re
     page = response.content.decode()
     for rotated in (destination, other):
         rotated.refresh_from_db()
-        assert rotated.secret.startswith("whsec_") and rotated.secret in page
+        assert (
+            store_secret(rotated.store).startswith("whsec_") and store_secret(rotated.store) in page
+        )
         assert rotated.store.slug in page
-        assert not cookies_carry(response, editor, rotated.secret)
-        assert not sessions_carry(rotated.secret)
-        assert rotated.secret not in editor.get(DESTINATIONS).content.decode()
+        assert not cookies_carry(response, editor, store_secret(rotated.store))
+        assert not sessions_carry(store_secret(rotated.store))
+        assert store_secret(rotated.store) not in editor.get(DESTINATIONS).content.decode()
 
 
 def test_view_only_staff_cannot_replay_a_delivery(store, receiver):

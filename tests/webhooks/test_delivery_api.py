@@ -15,6 +15,7 @@ DELIVERY_FIELDS = {
     "event_id",
     "event_type",
     "status",
+    "channel_id",
     "destination_origin",
     "attempts",
     "response_status",

@@ -13,9 +13,15 @@ from config.celery import app
 from events.serializers import event_resource
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory
-from tests.webhooks.helpers import Reply, destination_for, queued, record_order_completed
+from tests.webhooks.helpers import (
+    Reply,
+    destination_for,
+    queued,
+    record_order_completed,
+    store_secret,
+)
 from webhooks.attempts import delivery_claim, delivery_send
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
 from webhooks.queueing import deliveries_sweep, destination_drain_marker_clear
 from webhooks.services import destination_secret_rotate
 
@@ -80,8 +86,8 @@ def test_success_sends_a_signed_standard_webhook(store, receiver):
     assert request.headers["User-Agent"] == "Storefront-Webhooks/1.0"
     assert request.headers["Content-Type"] == "application/json"
     # The receiver's verification, with the Standard Webhooks library.
-    payload = Webhook(destination.secret).verify(request.body, request.headers)
-    assert payload == json.loads(json.dumps(event_resource(event)))
+    payload = Webhook(store_secret(destination.store)).verify(request.body, request.headers)
+    assert payload == {**json.loads(json.dumps(event_resource(event))), "test": False}
     assert payload["data"] == {"total_cents": 1250, "currency": "EUR"}
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 1, 200)
@@ -101,11 +107,13 @@ def test_a_tampered_body_fails_verification(store, receiver):
     (request,) = receiver.received()
 
     with pytest.raises(WebhookVerificationError):
-        Webhook(destination.secret).verify(request.body.replace(b"1250", b"9999"), request.headers)
+        Webhook(store_secret(destination.store)).verify(
+            request.body.replace(b"1250", b"9999"), request.headers
+        )
 
 
 def test_after_rotation_both_secrets_verify(store, receiver):
-    old = destination_for(store, receiver.url).secret
+    old = store_secret(destination_for(store, receiver.url).store)
     new = destination_secret_rotate(store=store).secret
     send_now(WebhookDelivery.objects.get(event=record_order_completed(store)))
 
@@ -314,7 +322,7 @@ def test_failing_every_attempt_for_five_days_disables_the_destination(store, rec
     send_now(delivery)
     destination.refresh_from_db()
     assert destination.enabled and destination.failing_since is not None
-    WebhookDestination.objects.filter(pk=destination.pk).update(
+    WebhookChannel.objects.filter(pk=destination.pk).update(
         failing_since=timezone.now() - timedelta(days=5, minutes=1)
     )
     send_now(delivery)

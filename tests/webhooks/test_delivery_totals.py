@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from events.models import Event
 from events.services import events_prune, record
-from tests.factories import MembershipFactory, WebhookDestinationFactory
+from tests.factories import MembershipFactory, WebhookChannelFactory
 from webhooks.models import WebhookDelivery, WebhookDeliveryTotal
 from webhooks.services import delivery_replay
 
@@ -24,7 +24,7 @@ LIST_URL = "/api/v2/webhook-deliveries"
 
 def with_destination(store) -> None:
     # Deliveries are created for it; none is sent (no commit ends these tests' transaction).
-    WebhookDestinationFactory(store=store, event_types=["coupon.updated"])
+    WebhookChannelFactory(store=store, event_types=["coupon.updated"])
 
 
 def record_events(store, count: int) -> list[Event]:

@@ -12,7 +12,7 @@ import pytest
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
 from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks.attempts import delivery_send
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
 
 URL = "/api/v2/webhook-destination"
 
@@ -173,7 +173,7 @@ def assert_refused_without_saying_why(response, refusal_log, address, kind):
     assert body["message"] == f"url: {name_refusal()}"
     for form in spellings(address):
         assert form not in response.content.decode(), form
-    assert not WebhookDestination.objects.exists()
+    assert not WebhookChannel.objects.exists()
     [line] = refusal_log()
     assert HOST in line
     assert f"{address} ({kind}" in line
@@ -370,7 +370,7 @@ def test_put_answers_422_when_the_name_server_never_answers(
     # stub's 120 s
     assert name.split(".")[0].encode() in unresponsive_name_server.received(1)[0]
     assert bound <= elapsed < bound + 5
-    assert not WebhookDestination.objects.exists()
+    assert not WebhookChannel.objects.exists()
 
 
 def test_stalled_lookups_do_not_hold_up_later_puts(

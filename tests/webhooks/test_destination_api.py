@@ -8,10 +8,10 @@ from rest_framework.test import APIClient
 
 from accounts.abilities import ROLE_STAFF
 from tests.concurrency import run_at_once
-from tests.factories import MembershipFactory, UserFactory, WebhookDestinationFactory, make_api_key
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.factories import MembershipFactory, UserFactory, WebhookChannelFactory, make_api_key
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
 from webhooks.attempts import delivery_send
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
 from webhooks.serializers import MAX_EVENT_TYPES
 
 URL = "/api/v2/webhook-destination"
@@ -60,7 +60,7 @@ def test_put_creates_destination_and_shows_secret_once(auth_client, store, stric
     assert data["disabled_reason"] is None
     assert data["secret"].startswith("whsec_")
     assert len(base64.b64decode(data["secret"].removeprefix("whsec_"))) >= 24
-    assert WebhookDestination.objects.get(store=store).secret == data["secret"]
+    assert store_secret(store) == data["secret"]
     assert fetched.status_code == 200
     assert "secret" not in fetched.json()["data"]
 
@@ -136,7 +136,7 @@ def test_put_merges_duplicate_event_types_and_sorts_them(auth_client, store, str
 
     assert response.status_code == 201
     assert response.json()["data"]["event_types"] == ["coupon.created", "order.completed"]
-    assert WebhookDestination.objects.get(store=store).event_types == [
+    assert WebhookChannel.objects.get(store=store).event_types == [
         "coupon.created",
         "order.completed",
     ]
@@ -166,7 +166,7 @@ def test_unknown_properties_are_refused_before_the_other_fields_are_checked(auth
 
     assert response.status_code == 422
     assert response.json()["errors"] == {"events": ["is not a property of this request body"]}
-    assert not WebhookDestination.objects.exists()
+    assert not WebhookChannel.objects.exists()
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ def test_put_refuses_ssrf_destinations_in_production(auth_client, strict, url):
 
     assert response.status_code == 422, response.json()
     assert response.json()["param"] == "url"
-    assert not WebhookDestination.objects.exists()
+    assert not WebhookChannel.objects.exists()
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9000/in", "http://10.0.0.7/in"])
@@ -237,9 +237,9 @@ def test_rotate_secret_returns_a_new_secret(auth_client, store, strict):
     assert response.status_code == 200
     rotated = response.json()["data"]["secret"]
     assert rotated.startswith("whsec_") and rotated != first
-    destination = WebhookDestination.objects.get(store=store)
-    assert destination.secret == rotated
-    assert destination.previous_secret == first
+    destination = WebhookChannel.objects.get(store=store)
+    assert store_secret(destination.store) == rotated
+    assert store_secret(destination.store, previous=True) == first
     assert "secret" not in auth_client.get(URL).json()["data"]
 
 
@@ -256,7 +256,7 @@ def test_delete_removes_the_destination(auth_client, strict):
 
 
 def test_destination_is_per_store(auth_client, other_store, strict):
-    WebhookDestinationFactory(store=other_store, url="https://other.example.com/")
+    WebhookChannelFactory(store=other_store, url="https://other.example.com/")
 
     assert auth_client.get(URL).status_code == 404
 
@@ -289,21 +289,21 @@ def test_a_new_url_starts_its_own_failure_clock(auth_client, store, receiver):
     # given a destination failing for five days
     destination_for(store, receiver.url, event_types=["order.completed"])
     long_ago = timezone.now() - timedelta(days=5, minutes=1)
-    WebhookDestination.objects.filter(store=store).update(failing_since=long_ago)
+    WebhookChannel.objects.filter(store=store).update(failing_since=long_ago)
     body = {"url": receiver.url, "event_types": ["order.completed"]}
     # a PUT that keeps the URL keeps the clock (else re-saving would keep a dead URL alive)
     assert auth_client.put(URL, body).status_code == 200
-    assert WebhookDestination.objects.get(store=store).failing_since == long_ago
+    assert WebhookChannel.objects.get(store=store).failing_since == long_ago
 
     # when the URL changes
     assert auth_client.put(URL, {**body, "url": f"{receiver.url}?v=2"}).status_code == 200
 
     # then the new URL's first failure does not disable it
-    assert WebhookDestination.objects.get(store=store).failing_since is None
+    assert WebhookChannel.objects.get(store=store).failing_since is None
     receiver.respond = lambda request: Reply(500)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     assert delivery_send(delivery_id=delivery.pk) == "pending"
-    destination = WebhookDestination.objects.get(store=store)
+    destination = WebhookChannel.objects.get(store=store)
     assert destination.enabled is True and destination.failing_since is not None
 
 
@@ -357,5 +357,5 @@ def test_concurrent_first_puts_create_one_destination(store, api_key):
     assert errors == []
     assert sorted(r.status_code for r in responses) == [200] * 7 + [201]
     created = next(r for r in responses if r.status_code == 201)
-    destination = WebhookDestination.objects.get(store=store)
-    assert created.json()["data"]["secret"] == destination.secret
+    destination = WebhookChannel.objects.get(store=store)
+    assert created.json()["data"]["secret"] == store_secret(destination.store)

@@ -16,7 +16,7 @@ from tests.outages import dead_redis_caches
 from tests.webhooks.helpers import destination_for, queued, record_order_completed
 from webhooks import attempts, queueing
 from webhooks.attempts import destination_drain
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -116,7 +116,7 @@ def test_a_drain_settles_deliveries_of_a_destination_disabled_meanwhile_and_goes
     for order_id in range(2):
         record_order_completed(store, order_id=order_id)
     # disabled by a write that did not settle its pending deliveries (as a racing one)
-    WebhookDestination.objects.filter(pk=destination.pk).update(enabled=False)
+    WebhookChannel.objects.filter(pk=destination.pk).update(enabled=False)
 
     assert destination_drain(destination_id=destination.pk) == 2
 

@@ -11,7 +11,8 @@ from config.api.models import IdempotencyKey
 from tests.concurrency import run_at_once
 from tests.factories import make_api_key
 from tests.oauth_cli.flow import refresh
-from webhooks.models import WebhookDestination
+from tests.webhooks.helpers import store_secret
+from webhooks.models import WebhookChannel, WebhookSigningSecret
 
 URL = "/api/v2/webhook-destination"
 ROTATE_URL = f"{URL}/rotate-secret"
@@ -44,7 +45,7 @@ def test_put_replayed_returns_the_stored_creation_without_a_second_write(auth_cl
     assert again.json() == first.json()
     assert again[REPLAYED] == "true"
     assert REPLAYED not in first
-    assert WebhookDestination.objects.get(store=store).url == "http://127.0.0.1:9000/v2"
+    assert WebhookChannel.objects.get(store=store).url == "http://127.0.0.1:9000/v2"
 
 
 def test_put_key_reused_with_another_body_is_409(auth_client, store):
@@ -54,7 +55,7 @@ def test_put_key_reused_with_another_body_is_409(auth_client, store):
 
     assert response.status_code == 409
     assert response.json()["param"] == "Idempotency-Key"
-    assert WebhookDestination.objects.get(store=store).enabled is True
+    assert WebhookChannel.objects.get(store=store).enabled is True
 
 
 def test_put_refusal_is_replayed_too(auth_client):
@@ -77,9 +78,9 @@ def test_rotate_replayed_does_not_rotate_again_and_shows_the_same_secret(auth_cl
     assert first.status_code == again.status_code == 200
     assert again.json() == first.json()
     assert again[REPLAYED] == "true"
-    destination = WebhookDestination.objects.get(store=store)
-    assert destination.secret == first.json()["data"]["secret"] != created
-    assert destination.previous_secret == created
+    destination = WebhookChannel.objects.get(store=store)
+    assert store_secret(destination.store) == first.json()["data"]["secret"] != created
+    assert store_secret(destination.store, previous=True) == created
 
 
 def test_stored_responses_never_hold_the_signing_secret(auth_client, store):
@@ -152,7 +153,7 @@ def test_another_credentials_replay_never_shows_the_secret(
     own = getattr(auth_client, method)(path, BODY if method == "put" else None, **key("mine"))
     assert own.status_code == first.status_code
     assert own.json()["data"]["secret"] == secret
-    assert WebhookDestination.objects.get(store=store).secret == secret
+    assert store_secret(store) == secret
 
 
 def test_another_credentials_replay_without_a_secret_is_served(
@@ -185,10 +186,10 @@ def test_a_secret_replaced_since_is_not_shown_again(auth_client, store, change):
     again = auth_client.post(ROTATE_URL, **key("rotate-2"))
 
     # then the old secret cannot be shown, and nothing rotates either
-    secret_now = WebhookDestination.objects.filter(store=store).values_list("secret").first()
+    secret_now = WebhookSigningSecret.objects.filter(store=store).values_list("secret").first()
     assert again.status_code == 409
     assert again.json()["param"] == "Idempotency-Key"
-    assert WebhookDestination.objects.filter(store=store).values_list("secret").first() == (
+    assert WebhookSigningSecret.objects.filter(store=store).values_list("secret").first() == (
         secret_now
     )
 
@@ -202,7 +203,7 @@ def test_creation_replayed_after_a_replacing_put_still_shows_the_secret(auth_cli
 
     assert again.status_code == 201
     assert again.json()["data"]["secret"] == first.json()["data"]["secret"]
-    assert WebhookDestination.objects.get(store=store).secret == first.json()["data"]["secret"]
+    assert store_secret(store) == first.json()["data"]["secret"]
 
 
 def test_delete_replayed_does_not_delete_a_destination_created_since(auth_client, store):
@@ -215,7 +216,7 @@ def test_delete_replayed_does_not_delete_a_destination_created_since(auth_client
     assert first.status_code == again.status_code == 204
     assert again[REPLAYED] == "true"
     assert REPLAYED not in first
-    assert WebhookDestination.objects.filter(store=store).exists()
+    assert WebhookChannel.objects.filter(store=store).exists()
 
 
 def test_delete_key_reused_with_another_request_is_409(auth_client, store):
@@ -226,7 +227,7 @@ def test_delete_key_reused_with_another_request_is_409(auth_client, store):
     response = auth_client.delete(URL, {"force": True}, **key("delete-2"))
 
     assert response.status_code == 409
-    assert WebhookDestination.objects.filter(store=store).exists()
+    assert WebhookChannel.objects.filter(store=store).exists()
 
 
 def test_keys_are_scoped_per_operation(auth_client, store):
@@ -243,7 +244,7 @@ def test_keys_are_scoped_per_operation(auth_client, store):
 @pytest.mark.parametrize(("method", "path"), [("put", URL), ("delete", URL), ("post", ROTATE_URL)])
 def test_invalid_keys_are_422_and_change_nothing(auth_client, store, method, path, value):
     auth_client.put(URL, BODY)
-    secret = WebhookDestination.objects.get(store=store).secret
+    secret = store_secret(store)
 
     response = getattr(auth_client, method)(
         path, {**BODY, "enabled": False} if method == "put" else None, **key(value)
@@ -251,8 +252,8 @@ def test_invalid_keys_are_422_and_change_nothing(auth_client, store, method, pat
 
     assert response.status_code == 422
     assert response.json()["param"] == "Idempotency-Key"
-    destination = WebhookDestination.objects.get(store=store)
-    assert (destination.secret, destination.enabled) == (secret, True)
+    destination = WebhookChannel.objects.get(store=store)
+    assert (store_secret(destination.store), destination.enabled) == (secret, True)
 
 
 @pytest.mark.parametrize("value", ["k", "k" * 255])
@@ -281,11 +282,13 @@ def test_concurrent_rotations_under_one_key_rotate_once(store, api_key):
 
     # then the secret changed once; every 200 shows that one secret, the rest are in-flight 409s
     assert not [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-    destination = WebhookDestination.objects.get(store=store)
-    assert destination.previous_secret == original
+    destination = WebhookChannel.objects.get(store=store)
+    assert store_secret(destination.store, previous=True) == original
     answered = [response for response in outcomes if response.status_code == 200]
     assert answered
-    assert {response.json()["data"]["secret"] for response in answered} == {destination.secret}
+    assert {response.json()["data"]["secret"] for response in answered} == {
+        store_secret(destination.store)
+    }
     assert all(response.status_code in (200, 409) for response in outcomes)
 
 

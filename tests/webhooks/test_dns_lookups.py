@@ -18,7 +18,7 @@ from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
 from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks import resolver
 from webhooks.attempts import delivery_send
-from webhooks.models import WebhookDelivery, WebhookDestination
+from webhooks.models import WebhookChannel, WebhookDelivery
 
 URL = "/api/v2/webhook-destination"
 # More stalled lookups than the resolver had threads before (4).
@@ -116,7 +116,7 @@ def test_a_store_holds_a_bounded_number_of_lookups_and_others_still_resolve(
     FakeDns(monkeypatch, PUBLIC_IPV4)
     response = put(client_for(make_api_key(other_owner)), f"https://{HOST}/in")
     assert response.status_code == 201, response.json()
-    assert WebhookDestination.objects.filter(store=other_store).exists()
+    assert WebhookChannel.objects.filter(store=other_store).exists()
 
 
 def test_a_delivery_to_an_ip_literal_is_sent_while_lookups_stall(

@@ -25,7 +25,7 @@ from tests.webhooks.helpers import (
     record_order_completed,
 )
 from webhooks.attempts import delivery_send, destination_drain
-from webhooks.models import WebhookDelivery, WebhookDestination, WebhookSendSlot
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSendSlot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -142,7 +142,7 @@ def test_failing_destinations_of_all_accounts_share_a_few_slots(receivers):
     destinations = [
         destination_for(StoreFactory(created_by=UserFactory()), hanging.url) for _ in range(3)
     ]
-    WebhookDestination.objects.update(failing_since=timezone.now() - timedelta(minutes=5))
+    WebhookChannel.objects.update(failing_since=timezone.now() - timedelta(minutes=5))
     held, runner, outcome = held_sends(destinations, hanging)
 
     # when their drains run at once: the failing share's two slots are taken, no more

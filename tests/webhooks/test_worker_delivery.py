@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 
 from tests.concurrency import run_at_once
 from tests.servers import ThrowawayRedis, wait_for
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
 from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 
@@ -66,7 +66,10 @@ def test_worker_delivers_a_signed_event(celery_worker, store, receiver):
     event = record_order_completed(store)
 
     request = wait_for(lambda: receiver.received(), timeout=20, what="delivery")[0]
-    assert Webhook(destination.secret).verify(request.body, request.headers)["id"] == event.id
+    assert (
+        Webhook(store_secret(destination.store)).verify(request.body, request.headers)["id"]
+        == event.id
+    )
     all_final(timeout=10)
     delivery = WebhookDelivery.objects.get(event=event)
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 1, 200)

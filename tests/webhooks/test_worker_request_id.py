@@ -48,7 +48,7 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
     # when: a request creates a coupon (its event schedules a delivery on commit)
     response = auth_client.post(
         "/api/v1/coupons",
-        {"code": code, "type": "PERCENTAGE", "discount": 15, "store_wide": False},
+        {"code": code, "type": "PERCENTAGE", "discount": 15, "store_wide": True},
         HTTP_X_STORE=store.slug,
     )
     assert response.status_code == 201
@@ -99,7 +99,7 @@ def test_the_request_that_created_a_delivery_logs_its_id(store, auth_client, rec
     with caplog.at_level("INFO", logger="webhooks.services"):
         response = auth_client.post(
             "/api/v1/coupons",
-            {"code": "LINKED", "type": "PERCENTAGE", "discount": 5, "store_wide": False},
+            {"code": "LINKED", "type": "PERCENTAGE", "discount": 5, "store_wide": True},
             HTTP_X_STORE=store.slug,
         )
 

@@ -1,0 +1,174 @@
+"""The request and response contract of /api/v2/webhook-channels (issue 31 §1), as the official
+SDK (`sellapp-sdk` 0.2.1, `client.webhook_channels`) sends and reads it."""
+
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from rest_framework import serializers
+
+from config.api.fields import LengthFirstChoiceField, StrictBooleanField, StrictCharField
+from config.api.pagination import MAX_PAGE_SIZE
+from config.api.schema import response_example
+from events.registry import EVENT_TYPES
+from webhooks.models import WebhookChannel
+from webhooks.serializers import (
+    ClosedObjectSerializer,
+    DestinationUrlField,
+    DestinationUrlReadField,
+    EventTypeListField,
+)
+
+MAX_NAME_LENGTH = 100
+MAX_SEARCH_LENGTH = 255
+
+
+class WebhookChannelCreateSerializer(ClosedObjectSerializer):
+    """Body of POST: url and allowed_notifications, name optional."""
+
+    name = StrictCharField(
+        max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False
+    )
+    url = DestinationUrlField(
+        help_text="Public https URL receiving the deliveries (the same rules as the "
+        "destination's); the same canonical URL twice in one store is a 422."
+    )
+    allowed_notifications = EventTypeListField(
+        help_text="Event types sent to this channel; see GET /api/v2/webhook-event-types."
+    )
+
+    def validate_name(self, name):
+        return name or None
+
+
+class WebhookChannelReplaceSerializer(WebhookChannelCreateSerializer):
+    """Body of PUT: the whole representation, name (null allowed) included."""
+
+    name = StrictCharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True)
+
+
+class WebhookChannelUpdateSerializer(WebhookChannelCreateSerializer):
+    """Body of PATCH (validated with partial=True): any of them, and `enabled`."""
+
+    enabled = StrictBooleanField(
+        required=False, help_text="true turns a disabled channel back on; false turns it off."
+    )
+
+
+class WebhookChannelSerializer(serializers.ModelSerializer):
+    """A channel; its URL in full only for a credential with `webhook:write` (context
+    `url_in_full`), and never a secret."""
+
+    id = serializers.UUIDField(source="uid")
+    url = DestinationUrlReadField(
+        help_text="The full URL for a credential with `webhook:write`; otherwise its origin."
+    )
+    allowed_notifications = serializers.ListField(
+        source="event_types", child=serializers.ChoiceField(choices=sorted(EVENT_TYPES))
+    )
+    signing_secret_configured = serializers.SerializerMethodField()
+    disabled_reason = serializers.SerializerMethodField()
+
+    class Meta:
+        model = WebhookChannel
+        fields = [
+            "id",
+            "name",
+            "url",
+            "allowed_notifications",
+            "signing_secret_configured",
+            "enabled",
+            "disabled_reason",
+        ]
+
+    def get_signing_secret_configured(self, channel) -> bool:
+        return bool(self.context.get("signing_secret_configured"))
+
+    def get_disabled_reason(self, channel) -> str | None:
+        return channel.disabled_reason or None
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "properties": {
+            "value": {"type": "string", "nullable": True, "maxLength": MAX_SEARCH_LENGTH}
+        },
+        "additionalProperties": False,
+    }
+)
+class SearchTermField(serializers.Field):
+    """The SDK's `{"value": string|null}`."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict) or not set(data) <= {"value"}:
+            raise serializers.ValidationError('must be {"value": string or null}')
+        data = data.get("value")
+        if data is None:
+            return None
+        if not isinstance(data, str):
+            raise serializers.ValidationError('must be {"value": string or null}')
+        if len(data) > MAX_SEARCH_LENGTH:
+            raise serializers.ValidationError(f"must be at most {MAX_SEARCH_LENGTH} characters")
+        return data
+
+
+# The schema says an event type; null is taken too, as absent (the SDK may send it), but not
+# written there: drf-spectacular would write a `nullable` enum without a `type`.
+@extend_schema_field({"type": "string", "enum": sorted(EVENT_TYPES)})
+class NullableEventField(LengthFirstChoiceField):
+    """An event type, or null taken as absent (without `allow_null`, which the schema would
+    show as a `nullable` enum without a `type`)."""
+
+    def validate_empty_values(self, data):
+        if data is None:
+            return True, None
+        return super().validate_empty_values(data)
+
+
+class WebhookChannelSearchSerializer(ClosedObjectSerializer):
+    search = SearchTermField(required=False, allow_null=True)
+    event = NullableEventField(choices=sorted(EVENT_TYPES), required=False)
+    page = serializers.IntegerField(required=False, min_value=1)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_PAGE_SIZE)
+
+
+class WebhookSigningSecretSerializer(ClosedObjectSerializer):
+    signing_secret = StrictCharField(min_length=32, max_length=255, trim_whitespace=False)
+
+
+class WebhookSigningSecretStateSerializer(serializers.Serializer):
+    signing_secret_configured = serializers.BooleanField()
+
+
+class WebhookChannelTestSerializer(ClosedObjectSerializer):
+    event = LengthFirstChoiceField(choices=sorted(EVENT_TYPES))
+
+
+class WebhookChannelTestResultSerializer(serializers.Serializer):
+    channel_id = serializers.UUIDField()
+    event = serializers.CharField()
+    status = serializers.ChoiceField(choices=["delivered"])
+
+
+WEBHOOK_CHANNEL_EXAMPLE = {
+    "id": "0b6f7c1e-2d3a-4c5b-8e9f-a0b1c2d3e4f5",
+    "name": "Fulfilment",
+    "url": "https://hooks.example.com/storefront",
+    "allowed_notifications": ["order.completed"],
+    "signing_secret_configured": True,
+    "enabled": True,
+    "disabled_reason": None,
+}
+extend_schema_serializer(examples=[response_example("Channel", WEBHOOK_CHANNEL_EXAMPLE)])(
+    WebhookChannelSerializer
+)
+
+
+class WebhookChannelRecoverSerializer(ClosedObjectSerializer):
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class WebhookChannelRecoverResultSerializer(serializers.Serializer):
+    queued = serializers.IntegerField()
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()

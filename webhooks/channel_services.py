@@ -1,0 +1,196 @@
+"""Writes and reads of webhook channels (issue 31 §1): create, replace/update, delete, the store's
+signing secret as the SDK sets it, and the synchronous test send.
+
+The URL and event types arrive validated by webhooks.channel_serializers (the SSRF check, the
+registry); the delivery pipeline itself is webhooks/services.py's and webhooks/attempts.py's.
+"""
+
+import base64
+import binascii
+import json
+import uuid
+from urllib.parse import urlsplit, urlunsplit
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from config.api.errors import Conflict, NotFound, ValidationFailed
+from events.registry import event_type_get
+from stores.models import Store
+from webhooks.models import WebhookChannel, WebhookSendSlot, WebhookSigningSecret
+from webhooks.selectors import signing_secrets
+from webhooks.sender import send
+from webhooks.services import (
+    SECRET_PREFIX,
+    _pending_deliveries_disable,
+    destination_enabled_set,
+    signing_secret_set,
+)
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# Standard Webhooks secrets are 24..64 random bytes.
+WHSEC_KEY_BYTES = range(24, 65)
+
+
+def url_canonical(url: str) -> str:
+    """The URL as stored and compared: scheme and host in lower case, no default port. Two
+    spellings of one receiver are one URL (issue 31: "the same canonical URL twice")."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    netloc = host if port in (None, DEFAULT_PORTS.get(parts.scheme.lower())) else f"{host}:{port}"
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path, parts.query, ""))
+
+
+def channel_get(*, store, channel_id) -> WebhookChannel:
+    """Another store's channel and a malformed id are both simply not found."""
+    try:
+        uid = uuid.UUID(str(channel_id))
+    except ValueError:
+        raise NotFound() from None
+    found = WebhookChannel.objects.filter(store=store, uid=uid).first()
+    if found is None:
+        raise NotFound()
+    return found
+
+
+def channels_of(*, store, search: str | None = None, event: str | None = None, url_in_full=True):
+    """The store's channels, oldest first; `search` matches the name, and the URL only for a
+    reader who sees it in full (else one guess at a time would reveal a path); `event` keeps
+    the channels it is sent to (enabled and subscribed)."""
+    channels = WebhookChannel.objects.filter(store=store).order_by("created_at", "id")
+    if search:
+        matches = Q(name__icontains=search)
+        if url_in_full:
+            matches |= Q(url__icontains=search)
+        channels = channels.filter(matches)
+    if event:
+        channels = channels.filter(enabled=True, event_types__contains=[event])
+    return channels
+
+
+def signing_secret_configured(*, store) -> bool:
+    return WebhookSigningSecret.objects.filter(store=store).exists()
+
+
+def _saved(channel: WebhookChannel) -> WebhookChannel:
+    try:
+        with transaction.atomic():
+            channel.save()
+    except IntegrityError:
+        raise ValidationFailed.field(
+            "url", "this store already has a webhook channel with this URL"
+        ) from None
+    return channel
+
+
+def channel_create(*, store, url: str, allowed_notifications: list[str], name=None):
+    now = timezone.now()
+    channel = WebhookChannel(
+        store=store,
+        name=name,
+        url=url_canonical(url),
+        event_types=allowed_notifications,
+        created_at=now,
+        updated_at=now,
+    )
+    return _saved(channel)
+
+
+def channel_update(*, channel: WebhookChannel, **changes) -> WebhookChannel:
+    """PUT (every field) and PATCH (some): name, url, allowed_notifications, enabled."""
+    with transaction.atomic():
+        channel = WebhookChannel.objects.select_for_update().get(pk=channel.pk)
+        if "url" in changes:
+            url = url_canonical(changes["url"])
+            if url != channel.url:
+                channel.failing_since = None  # a new URL starts its own failure clock
+            channel.url = url
+        if "name" in changes:
+            channel.name = changes["name"]
+        if "allowed_notifications" in changes:
+            channel.event_types = changes["allowed_notifications"]
+        channel.updated_at = timezone.now()
+        _saved(channel)
+        if "enabled" in changes and changes["enabled"] != channel.enabled:
+            destination_enabled_set(destination=channel, enabled=changes["enabled"])
+    return channel
+
+
+def channel_delete(*, channel: WebhookChannel) -> None:
+    with transaction.atomic():
+        _pending_deliveries_disable(destination_id=channel.pk, now=timezone.now())
+        WebhookSendSlot.objects.filter(
+            scope=WebhookSendSlot.SCOPE_DESTINATION, owner=channel.pk
+        ).delete()
+        channel.delete()
+
+
+def signing_secret_supplied(*, store, signing_secret: str) -> None:
+    """Sets the store's secret from the SDK's `signing_secret` (32..255 characters).
+
+    A `whsec_` secret is a Standard Webhooks secret, used as given: its base64 must decode to
+    24..64 bytes, and receivers verify with `Webhook(secret)`. Any other string is the HMAC key
+    itself (its UTF-8 bytes), kept as `whsec_` + base64 of them: receivers verify with
+    `Webhook(secret.encode())`. The previous secret keeps signing for 24 hours.
+    """
+    if signing_secret.startswith(SECRET_PREFIX):
+        try:
+            key = base64.b64decode(signing_secret.removeprefix(SECRET_PREFIX), validate=True)
+        except (binascii.Error, ValueError):
+            key = b""
+        if len(key) not in WHSEC_KEY_BYTES:
+            raise ValidationFailed.field(
+                "signing_secret", "a whsec_ secret must be base64 of 24 to 64 bytes"
+            )
+        stored = signing_secret
+    else:
+        stored = SECRET_PREFIX + base64.b64encode(signing_secret.encode()).decode()
+    # Serialises the store's secret changes (the first one inserts the row).
+    with transaction.atomic():
+        Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
+        signing_secret_set(store=store, secret=stored)
+
+
+def test_body(*, store, event_type: str) -> tuple[str, bytes]:
+    """The mock event of a test send: the production envelope from the type's example, with
+    `"test": true`; a fresh `evt_test_` id each time. It is never recorded in the journal."""
+    registered = event_type_get(event_type)
+    message_id = f"evt_test_{uuid.uuid4().hex}"
+    resource = {
+        "id": message_id,
+        "type": registered.type,
+        "version": registered.version,
+        "store_id": store.pk,
+        "occurred_at": timezone.now().isoformat().replace("+00:00", "Z"),
+        "subject": {"type": registered.subject_type, "id": "test"},
+        "data": registered.example,
+        "test": True,
+    }
+    return message_id, json.dumps(resource, separators=(",", ":")).encode()
+
+
+def channel_test_send(*, store, channel: WebhookChannel, event_type: str) -> None:
+    """Sends one signed test event now: one attempt, no retry, no redirect followed (the
+    sender follows none). Raises ValidationFailed saying what the receiver did otherwise."""
+    if event_type not in channel.event_types:
+        raise ValidationFailed.field("event", "is not in the channel's allowed_notifications")
+    if not channel.enabled:
+        raise Conflict("The webhook channel is disabled; enable it first.")
+    secrets = signing_secrets(store_id=store.pk)
+    if not secrets:
+        raise ValidationFailed.field(
+            "signing_secret", "set the store's signing secret before sending a test event"
+        )
+    message_id, body = test_body(store=store, event_type=event_type)
+    result = send(url=channel.url, message_id=message_id, body=body, secrets=secrets)
+    if not result.succeeded:
+        outcome = (
+            f"the receiver answered HTTP {result.response_status}"
+            if result.response_status is not None
+            else f"no answer: {result.error}"
+        )
+        raise ValidationFailed.field("url", f"test event not delivered: {outcome}")
