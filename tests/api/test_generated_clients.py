@@ -201,7 +201,7 @@ def test_python_client_conversation(live_server, python_client, conversation_use
     changed = coupons_update.sync_detailed(
         first.id, body=PatchedCouponWriteRequest(discount=25), **in_store
     )
-    assert expect(changed, 200, Coupon).discount == 25
+    assert expect(changed, 200, Coupon).discount == "25.00"
     assert coupons_destroy.sync_detailed(first.id, **in_store).status_code == 204
     expect_error(coupons_retrieve.sync_detailed(first.id, **in_store), 404, "resource_not_found")
     trashed = coupons_list.sync_detailed(only_trashed=CouponsListOnlyTrashed.TRUE, **in_store)

@@ -116,7 +116,7 @@ async function main(settings: Settings): Promise<void> {
     params: { ...inStore, path: { id: first } },
     body: { discount: 25 },
   });
-  check(changed.data?.discount === 25, "coupon changed");
+  check(changed.data?.discount === "25.00", "coupon changed");
   const deleted = await client.DELETE("/api/v1/coupons/{id}", {
     params: { ...inStore, path: { id: first } },
   });
