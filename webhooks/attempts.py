@@ -44,6 +44,9 @@ from webhooks.statements import delivery_lease, outcome_record
 logger = logging.getLogger(__name__)
 
 ABANDONED_ATTEMPT_ERROR = "abandoned: the worker stopped before an outcome (lease expired)"
+NO_SIGNING_SECRET_ERROR = (
+    "not sent: the store has no signing secret (PUT /api/v2/webhook-channels/signing-secret)"
+)
 
 
 # --- 1. claim the delivery --------------------------------------------------------------------
@@ -124,12 +127,19 @@ def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) ->
     resource = {**event_resource(delivery.event), "test": False}
     body = json.dumps(resource, separators=(",", ":")).encode()
     try:
-        result = send(
-            url=delivery.destination.url,
-            message_id=delivery.event_id,
-            body=body,
-            secrets=signing_secrets(store_id=delivery.store_id),
-        )
+        secrets = signing_secrets(store_id=delivery.store_id)
+        if secrets:
+            result = send(
+                url=delivery.destination.url,
+                message_id=delivery.event_id,
+                body=body,
+                secrets=secrets,
+            )
+        else:
+            # Never an unsigned delivery: a failed attempt the schedule retries, which goes
+            # through once the store's signing secret is set (channels made by the SDK have
+            # none until its rotate call).
+            result = SendResult(None, None, NO_SIGNING_SECRET_ERROR, duration_ms=0)
         return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
     finally:
         keeper.drop(delivery.lease_token)  # recorded, or left to run out as a dead worker's

@@ -21,7 +21,12 @@ from tests.webhooks.helpers import (
     store_secret,
 )
 from webhooks.attempts import delivery_claim, delivery_send
-from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
+from webhooks.models import (
+    WebhookChannel,
+    WebhookDelivery,
+    WebhookDeliveryAttempt,
+    WebhookSigningSecret,
+)
 from webhooks.queueing import deliveries_sweep, destination_drain_marker_clear
 from webhooks.services import destination_secret_rotate
 
@@ -96,6 +101,27 @@ def test_success_sends_a_signed_standard_webhook(store, receiver):
     attempt = WebhookDeliveryAttempt.objects.get(delivery=delivery)
     assert attempt.response_status == 200 and attempt.duration_ms is not None
     assert attempt.finished_at is not None and attempt.error == ""
+
+
+def test_without_a_signing_secret_nothing_is_sent_and_the_attempt_says_why(store, receiver):
+    # given: a channel of a store whose signing secret was never set (as the SDK creates one)
+    destination_for(store, receiver.url)
+    WebhookSigningSecret.objects.filter(store=store).delete()
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
+
+    # when
+    outcome = send_now(delivery)
+
+    # then: no unsigned request left; a failed attempt the schedule retries
+    assert receiver.received() == []
+    assert outcome == "pending"
+    attempt = WebhookDeliveryAttempt.objects.get(delivery=delivery)
+    assert "no signing secret" in attempt.error
+    # once the secret is set, the retry goes out signed
+    destination_secret_rotate(store=store)
+    assert send_now(delivery) == "succeeded"
+    (request,) = receiver.received()
+    Webhook(store_secret(store)).verify(request.body, request.headers)
 
 
 def test_a_tampered_body_fails_verification(store, receiver):
