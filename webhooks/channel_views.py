@@ -100,6 +100,7 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     serializer_class = WebhookChannelSerializer
     pagination_class = LaravelPagination.documented_at("/api/v2/webhook-channels")
     lookup_url_kwarg = "channel"
+    read_actions = ("search",)  # a POST that reads: webhook:read is enough
     # Any id reaches the view after authentication; a malformed one is the selector's 404.
     lookup_value_regex = "[^/]+"
 

@@ -213,9 +213,12 @@ def test_read_only_credential_sees_origins_and_cannot_write(
     reader = client_for(make_api_key(user, abilities=["webhook:read"]))
 
     listed = reader.get(URL).json()["data"]
+    searched = reader.post(f"{URL}/search", {"event": "order.completed"}, format="json")
     refused = reader.post(URL, body(receiver, "/b"), format="json")
 
     assert listed[0]["url"] == receiver.url.removesuffix("/hooks")
+    assert searched.status_code == 200
+    assert [found["url"] for found in searched.json()["data"]] == [listed[0]["url"]]
     assert refused.status_code == 403
     assert reader.get(f"{URL}/{channel['id']}").json()["data"]["url"] == listed[0]["url"]
 
