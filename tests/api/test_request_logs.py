@@ -16,7 +16,7 @@ from tests.settings_helpers import production_environment, run_python, settings_
 
 pytestmark = pytest.mark.django_db
 
-COUPON = {"code": "WELCOME", "type": "PERCENTAGE", "discount": 15, "store_wide": False}
+COUPON = {"code": "WELCOME", "type": "PERCENTAGE", "discount": 15, "store_wide": True}
 
 
 class LogCapture:
