@@ -2,6 +2,7 @@
 driving our API as served in production: gunicorn under config.settings.production, on the
 suite's test database, over plain HTTP on loopback (as behind a proxy that ends TLS)."""
 
+from contextlib import contextmanager
 from urllib.parse import quote
 
 import pytest
@@ -23,9 +24,10 @@ def _test_database_url() -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def production_api(django_db_setup, django_db_blocker, tmp_path_factory):
-    """The API under production settings; its base URL as the SDK takes it (…/api)."""
+@contextmanager
+def production_server(tmp_path_factory, django_db_blocker, **environment):
+    """gunicorn under production settings on the test database; its base URL as the SDK takes
+    it (…/api). `environment` adds to the production environment (an opt-in)."""
     log_path = tmp_path_factory.mktemp("sdk") / "gunicorn.log"
     with django_db_blocker.unblock():
         database_url = _test_database_url()
@@ -37,8 +39,16 @@ def production_api(django_db_setup, django_db_blocker, tmp_path_factory):
         BASE_URL="https://api.example.com",
         # Each test makes a handful of calls; the limits are tested elsewhere.
         API_RATE_LIMIT_PER_MINUTE="100000",
+        **environment,
     ) as server:
         yield f"{server.base}/api"
+
+
+@pytest.fixture(scope="module")
+def production_api(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The API under production settings."""
+    with production_server(tmp_path_factory, django_db_blocker) as base_url:
+        yield base_url
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from sellapp_sdk import SellAppClient
 from standardwebhooks import Webhook
 
 from tests.factories import TEST_SIGNING_SECRET
-from tests.sdk.conftest import _test_database_url
-from tests.servers import Gunicorn, wait_for
+from tests.sdk.conftest import production_server
+from tests.servers import wait_for
 from tests.webhooks.helpers import record_order_completed
 from webhooks.models import WebhookDelivery
 
@@ -21,19 +21,10 @@ pytestmark = pytest.mark.worker
 def webhook_api(django_db_setup, django_db_blocker, tmp_path_factory):
     """production_api, plus the opt-in production accepts for local receivers on loopback
     (config/settings/production.py DEVELOPMENT_OPT_INS)."""
-    log_path = tmp_path_factory.mktemp("sdk-webhooks") / "gunicorn.log"
-    with django_db_blocker.unblock():
-        database_url = _test_database_url()
-    with Gunicorn(
-        log_path,
-        workers=1,
-        DATABASE_URL=database_url,
-        ALLOWED_HOSTS="127.0.0.1",
-        BASE_URL="https://api.example.com",
-        API_RATE_LIMIT_PER_MINUTE="100000",
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS="true",
-    ) as server:
-        yield f"{server.base}/api"
+    with production_server(
+        tmp_path_factory, django_db_blocker, WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS="true"
+    ) as base_url:
+        yield base_url
 
 
 @pytest.fixture
