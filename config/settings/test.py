@@ -50,3 +50,6 @@ CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
     **worker_heartbeat_schedule(WORKER_HEARTBEAT_SECONDS),
 }
+# Test-only management commands (tests/harness: flush retried when it loses a deadlock to a
+# running Celery worker).
+INSTALLED_APPS = ["tests.harness", *INSTALLED_APPS]  # noqa: F405
