@@ -55,13 +55,16 @@ def _tables() -> list[str]:
 
 def partitions_ensure(first_day: date, last_day: date) -> int:
     """Creates every missing day partition from `first_day` to `last_day` (inclusive) of the
-    journal and the tables alongside it; returns how many it created. Idempotent, and safe to
-    run concurrently (IF NOT EXISTS; each day in a transaction of its own)."""
+    journal and the tables alongside it; returns how many days it created. Idempotent, and safe
+    to run concurrently; each day is a short transaction of its own."""
     created = 0
     day = first_day
     while day <= last_day:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            # Runs take turns: IF NOT EXISTS does not see a table another transaction is
+            # still creating, and would then fail on its name.
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('events.partitions_ensure'))")
             existing = {p.day for table in _tables() for p in partitions_list(cursor, table)}
             for table in _tables():
                 cursor.execute(partition_create_sql(table, day))

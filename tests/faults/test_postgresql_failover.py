@@ -211,7 +211,7 @@ def test_tasks_after_a_fast_restart_and_during_a_session_end_run_not_failed(
 
     def prune(round_name: str) -> None:
         old_events(store, 1)
-        app.send_task("events.prune", queue="maintenance")
+        app.send_task("events.partitions", queue="maintenance")
         pruned(round_name)
 
     # given: the worker's process has a connection open, kept between tasks
@@ -230,7 +230,7 @@ def test_tasks_after_a_fast_restart_and_during_a_session_end_run_not_failed(
     locker = psycopg.connect(database_url)
     try:
         locker.execute(f"LOCK TABLE {Event._meta.db_table} IN ACCESS EXCLUSIVE MODE")
-        app.send_task("events.prune", queue="maintenance")
+        app.send_task("events.partitions", queue="maintenance")
         (pid,) = wait_for(
             lambda: run_sql(
                 database_url,
@@ -246,4 +246,4 @@ def test_tasks_after_a_fast_restart_and_during_a_session_end_run_not_failed(
     pruned("a task whose session ended")
     assert "raised unexpected" not in log(), log()[-3000:]
     assert log().count("retry: Retry in") == 1
-    assert log().count("events prune: done") == 3
+    assert log().count("events partitions: ") == 3
