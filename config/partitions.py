@@ -59,6 +59,8 @@ def partitions_list(cursor, table: str) -> list[Partition]:
     )
     found = []
     for name, bound in cursor.fetchall():
+        if bound is None:  # dropped by a transaction that committed during this one
+            continue
         low, high = (datetime.fromisoformat(value) for value in _BOUND.search(bound).groups())
         day = _DAY_NAME.search(name)
         found.append(
@@ -119,6 +121,8 @@ def table_partition_by_day(
     """
     cursor.execute(f"SELECT min({key}) FROM {table}")  # noqa: S608 (identifiers of ours)
     oldest = cursor.fetchone()[0]
+    if oldest is not None:  # whole days: the legacy range ends and starts at a day's edge
+        oldest = day_start(oldest.astimezone(UTC).date())
     today = datetime.now(UTC).date()
     legacy_high = day_start(today + timedelta(days=2))
     legacy = f"{table}{LEGACY_SUFFIX}"

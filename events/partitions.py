@@ -65,10 +65,18 @@ def partitions_ensure(first_day: date, last_day: date) -> int:
             # Runs take turns: IF NOT EXISTS does not see a table another transaction is
             # still creating, and would then fail on its name.
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('events.partitions_ensure'))")
-            existing = {p.day for table in _tables() for p in partitions_list(cursor, table)}
-            for table in _tables():
+            missing = [
+                table
+                for table in _tables()
+                # A legacy partition covers the days up to the day after its conversion.
+                if not any(
+                    p.low < day_start(day + timedelta(days=1)) and day_start(day) < p.high
+                    for p in partitions_list(cursor, table)
+                )
+            ]
+            for table in missing:
                 cursor.execute(partition_create_sql(table, day))
-            created += day not in existing
+            created += bool(missing)
         day += timedelta(days=1)
     return created
 

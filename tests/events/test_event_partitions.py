@@ -156,6 +156,10 @@ def test_the_conversion_keeps_a_populated_journal_and_retention_empties_it_after
         assert Event.objects.count() == 4
         assert WebhookDelivery.objects.count() == 4
         assert WebhookDeliveryAttempt.objects.get().delivery_id == delivery.pk
+        # and upkeep finds today and tomorrow in the legacy range, the days after ready
+        today = timezone.now().date()
+        assert partitions_ensure(today, today + timedelta(days=7)) == 0
+        assert partitions_ahead() == 7
         after = auth_client.get("/api/v2/events", {"limit": 2, "cursor": _next(page)})
         assert [event["id"] for event in after.json()["data"]] == [recent[1].id, recent[2].id]
         # and retention deletes the legacy's rows past the window one by one, with their
