@@ -13,7 +13,8 @@ class OrderPlaceForm(forms.ModelForm):
     the order through `order_place`, and a refusal of that service (an unusable coupon, a bad
     currency) comes back here as `refusal`, shown as this form's errors."""
 
-    coupon_code = forms.CharField(required=False, max_length=64)
+    # As long as a coupon's code may be (Coupon.code).
+    coupon_code = forms.CharField(required=False, max_length=255)
     refusal: ValidationFailed | None = None
 
     class Meta:

@@ -110,6 +110,17 @@ def test_admin_add_places_the_order_through_the_service(admin_client, store):
     assert coupon.times_used == 1
 
 
+def test_admin_add_takes_a_coupon_code_as_long_as_a_coupon_may_have(admin_client, store):
+    code = "LONG" * 60  # 240 characters (coupon codes take up to 255)
+    CouponFactory(store=store, code=code, discount=10)
+    response = admin_client.post(
+        "/admin/orders/order/add/",
+        {"store": store.pk, "subtotal_cents": 5000, "currency": "USD", "coupon_code": code},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Order.objects.get().discount_cents == 1000
+
+
 def test_admin_add_shows_a_refused_coupon_as_a_form_error(admin_client, store):
     response = admin_client.post(
         "/admin/orders/order/add/",
