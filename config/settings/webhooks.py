@@ -52,8 +52,8 @@ WEBHOOKS_PREVIOUS_SECRET_TTL = timedelta(hours=24)
 WEBHOOKS_RESPONSE_BODY_LIMIT = 1024
 WEBHOOKS_USER_AGENT = "Storefront-Webhooks/1.0"
 
-# Deliveries are deleted with their events (on_delete=CASCADE, events.prune), so the sweeper
-# is the area's only periodic task.
+# Deliveries are dropped with their events' day (events.partitions), so the sweeper is the
+# area's only periodic task.
 WEBHOOKS_BEAT_SCHEDULE: dict = {
     "webhooks-deliveries-sweep": {
         "task": "webhooks.deliveries_sweep",
