@@ -1,0 +1,436 @@
+"""The journal at scale (issue 33 §3): page time, daily retention and record rate at 10,000,000
+events over 30 days across 1,000 stores, each event with one succeeded webhook delivery and its
+attempt (a channel per store), as production keeps them.
+
+Run against a throwaway PostgreSQL and Redis (docs/benchmarks/events.md records the figures):
+
+    bin/with-test-services .venv/bin/python bench/journal_scale.py \
+        --events 10000000 --days 30 --stores 1000 [--compare /path/to/checkout/before]
+
+Each checkout (this one, and the `--compare` one when given) gets databases of its own, created
+and migrated here and dropped at the end: a large one (`--events`) and a small one (`--small`
+events, in as many stores as keep the measured store's history the same length, so only the
+journal's total differs). Rows come from INSERT ... SELECT generate_series in chunks, with
+synthetic negative txids (below the live transaction horizon, as old history is), then VACUUM
+ANALYZE. A partitioned events table (pg_partitioned_table) gets its days first
+(events.partitions.partitions_ensure). Measured in alternating rounds, every step in a fresh
+process of the checkout's own Python and code (this file run with `--worker`), medians printed:
+
+1. `GET /api/v2/events` of one store (API key, default limit) from the head, a middle cursor and
+   the newest page (a cursor 50 events before the end), large against small: goal <= 1.5x;
+2. the daily retention: `events_prune(now=...)` with `now` such that exactly one more day is
+   past the window (the oldest seeded day first), its time and events removed, after/before;
+3. events recorded per second through `events.services.record`, one per transaction, into a
+   store with an enabled channel (so a delivery is created): after/before, goal >= 0.9x.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+REPO = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(os.environ.get("JOURNAL_BENCH_CHECKOUT", REPO))
+TYPES = ["coupon.updated", "order.completed"]
+ORIGIN = "http://127.0.0.1:9"  # the discard port: nothing is sent, a drain would fail fast
+CASES = ("head", "middle", "newest")
+
+
+# ---------------------------------------------------------------- in the checkout's process
+
+
+def django_setup():
+    sys.path.insert(0, str(CHECKOUT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+    import django
+
+    django.setup()
+
+
+# Seeded columns, "column: SQL expression" (g: the event's number; ev, dl: the rows just
+# inserted). A checkout's table takes those it has; one it requires and this lacks stops the seed.
+EVENT = """id: 'evt_' || upper(lpad(to_hex(g), 26, '0'))
+store_id: (%(stores)s::int[])[1 + g %% %(n)s]
+type: case when g %% 4 = 0 then 'order.completed' else 'coupon.updated' end
+version: 1
+subject_type: case when g %% 4 = 0 then 'order' else 'coupon' end
+subject_id: (g %% 5000)::text
+data: case when g %% 4 = 0 then '{"total_cents": 1999, "currency": "USD"}'::jsonb else '{}' end
+occurred_at: %(start)s::timestamptz + (g - 1) * %(step)s * interval '1 second'
+txid: -10000000000 + g"""
+DELIVERY = f"""id: lpad(to_hex(ev.txid + 10000000000), 32, '0')::uuid
+store_id: ev.store_id
+event_id: ev.id
+event_occurred_at: ev.occurred_at
+event_type: ev.type
+destination_id: c.id
+destination_origin: '{ORIGIN}'
+status: 'succeeded'
+attempts: 1
+response_status: 204
+response_body: ''
+created_at: ev.occurred_at
+updated_at: ev.occurred_at"""
+ATTEMPT = f"""delivery_id: dl.id
+delivery_event_occurred_at: dl.created_at
+number: 1
+origin: '{ORIGIN}'
+started_at: dl.created_at
+finished_at: dl.created_at
+duration_ms: 40
+response_status: 204
+response_body: ''
+error: ''"""
+CHANNELS = "webhooks_webhookdestination c on c.store_id = ev.store_id"
+
+
+def insert_sql(cursor, table: str, spec: str, source: str) -> str:
+    """INSERT INTO table (...) SELECT <the spec's expressions of the table's columns> source."""
+    values = dict(line.split(": ", 1) for line in spec.splitlines())
+    # Column -> whether an INSERT must give it (NOT NULL, no default, not an identity).
+    cursor.execute(
+        "select column_name, is_nullable = 'NO' and column_default is null and is_identity = 'NO'"
+        " from information_schema.columns where table_name = %s",
+        [table],
+    )
+    have = dict(cursor.fetchall())
+    missing = [name for name, required in have.items() if required and name not in values]
+    if missing:
+        raise SystemExit(f"{table}: the seed does not fill required columns {missing}")
+    names = [name for name in values if name in have]
+    return (
+        f"insert into {table} ({', '.join(names)}) "
+        f"select {', '.join(values[name] for name in names)} {source}"
+    )
+
+
+def prepare(events: int, stores: int, days: int, chunk: int) -> dict:
+    import datetime
+
+    from django.core.management import call_command
+    from django.db import connection, transaction
+
+    call_command("migrate", verbosity=0)
+    from tests import factories
+
+    with transaction.atomic():
+        user = factories.UserFactory()
+        shops = [factories.StoreFactory(slug=f"bench-{n}") for n in range(stores)]
+        for store in shops:
+            factories.WebhookChannelFactory(store=store, url=f"{ORIGIN}/hook", event_types=TYPES)
+        for store in (shops[0], shops[-1]):  # the measured store, the recording one
+            factories.MembershipFactory(user=user, store=store)
+        key = factories.make_api_key(user)
+    today = datetime.datetime.now(datetime.UTC).date()
+    first = today - datetime.timedelta(days=days)
+    tables = ("events_event", "webhooks_webhookdelivery", "webhooks_webhookdeliveryattempt")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select 1 from pg_partitioned_table where partrelid = %s::regclass", tables[:1]
+        )
+        partitioned = cursor.fetchone() is not None
+        if partitioned:  # a row of a day without its partition would fail
+            from events.partitions import partitions_ensure
+
+            partitions_ensure(first, today + datetime.timedelta(days=2))
+        ev = insert_sql(cursor, tables[0], EVENT, "from generate_series(%(lo)s, %(hi)s) g")
+        dl = insert_sql(cursor, tables[1], DELIVERY, "from ev join " + CHANNELS)
+        at = insert_sql(cursor, tables[2], ATTEMPT, "from dl")
+        statement = f"with ev as ({ev} returning *), dl as ({dl} returning *) {at}"
+        params = {
+            "stores": [s.pk for s in shops],
+            "n": stores,
+            "start": datetime.datetime.combine(first, datetime.time(), datetime.UTC),
+            "step": days * 86400 / events,
+        }
+        started = time.monotonic()
+        for lo in range(1, events + 1, chunk):
+            hi = min(events, lo + chunk - 1)
+            cursor.execute(statement, {**params, "lo": lo, "hi": hi})
+            rate = hi / (time.monotonic() - started)
+            print(f"\r  seeded {hi:,}/{events:,} events ({rate:,.0f}/s)", end="", file=sys.stderr)
+        print(file=sys.stderr)
+        for table in tables:
+            cursor.execute(f"vacuum analyze {table}")
+    seconds = time.monotonic() - started
+    return {
+        "key": key,
+        "store": shops[0].slug,
+        "recorder": shops[-1].slug,
+        "first": str(first),
+        "partitioned": partitioned,
+        "seconds": seconds,
+    }
+
+
+def pages(key: str, slug: str, requests: int, explain: bool) -> dict:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    def get(params):
+        response = client.get("/api/v2/events", params, HTTP_X_STORE=slug)
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select count(*) from events_event e join stores_store s on s.id = e.store_id "
+            "where s.slug = %s",
+            [slug],
+        )
+        (total,) = cursor.fetchone()
+    # Setup, not timed: page through the public API to the middle and to 50 before the end.
+    targets, cursors, seen, cursor = {"middle": total // 2, "newest": total - 50}, {}, 0, None
+    for case, target in sorted(targets.items(), key=lambda item: item[1]):
+        while seen < target:
+            body = get({"limit": min(100, target - seen), **({"cursor": cursor} if cursor else {})})
+            seen, cursor = seen + len(body["data"]), body["meta"]["next_cursor"]
+        cursors[case] = cursor
+    params = {"head": {}, **{case: {"cursor": c} for case, c in cursors.items()}}
+    for case in CASES:
+        for _ in range(10):  # warm-up
+            get(params[case])
+    samples = {case: [] for case in CASES}
+    for _ in range(requests):
+        for case in CASES:
+            started = time.perf_counter()
+            items = len(get(params[case])["data"])
+            samples[case].append((time.perf_counter() - started) * 1000)
+            assert items == 50, (case, items)
+    result = {case: statistics.median(times) for case, times in samples.items()}
+    if explain:  # the middle page's journal query, as the checkout sends it
+        with CaptureQueriesContext(connection) as queries:
+            get(params["middle"])
+        query = max(
+            (
+                q["sql"]
+                for q in queries
+                if 'FROM "events_event"' in q["sql"] and "LIMIT" in q["sql"]
+            ),
+            key=len,
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(f"explain (analyze, costs off, timing off, summary off) {query}")
+            result["plan"] = "\n".join(row[0] for row in cursor.fetchall())
+    return result
+
+
+def records(slug: str, count: int) -> dict:
+    from django.db import transaction
+
+    from events.services import record
+    from stores.models import Store
+
+    store = Store.objects.get(slug=slug)
+
+    def one(n):
+        with transaction.atomic():
+            record(
+                store=store,
+                type="order.completed",
+                subject=("order", str(n)),
+                data={"total_cents": 1999, "currency": "USD"},
+            )
+
+    for n in range(50):  # warm-up
+        one(n)
+    started = time.perf_counter()
+    for n in range(count):
+        one(n)
+    return {"per_second": count / (time.perf_counter() - started)}
+
+
+def prune(first: str, day: int) -> dict:
+    """Retention run at the moment seeded day `day` (1 = the oldest) is past the window."""
+    import datetime
+
+    from django.conf import settings
+
+    from events.services import events_prune
+
+    midnight = datetime.datetime.fromisoformat(first).replace(tzinfo=datetime.UTC)
+    now = midnight + datetime.timedelta(days=settings.EVENTS_RETENTION_DAYS + day)
+    started = time.perf_counter()
+    removed = events_prune(now=now)
+    return {"seconds": time.perf_counter() - started, "removed": removed}
+
+
+def worker(action: str, kwargs: dict) -> None:
+    django_setup()
+    steps = {"prepare": prepare, "pages": pages, "records": records, "prune": prune}
+    print(json.dumps(steps[action](**kwargs)))
+
+
+# ---------------------------------------------------------------- the orchestrating process
+
+
+class Side:
+    """One checkout's code with one database of its own (and Redis databases of its own)."""
+
+    def __init__(self, name: str, checkout: Path, base_url: str, slot: int):
+        self.name, self.checkout, self.slot = name, checkout, slot
+        parts = urlsplit(base_url)
+        self.database = f"journal_{name.replace(' ', '_')}"
+        self.url = urlunsplit(parts._replace(path=f"/{self.database}"))
+        self.info: dict = {}
+
+    def run(self, action: str, **kwargs) -> dict:
+        redis = os.environ["REDIS_URL"].rsplit("/", 1)[0]
+        env = {
+            **os.environ,
+            "JOURNAL_BENCH_CHECKOUT": str(self.checkout),
+            "DJANGO_SETTINGS_MODULE": "config.settings.test",
+            "DATABASE_URL": self.url,
+            "API_RATE_LIMIT_PER_MINUTE": "1000000000",
+            "LOG_LEVEL": "WARNING",
+            # test.py's per-worker Redis databases, chosen here so sides do not share them.
+            "STOREFRONT_TEST_WORKER": "gw0",
+            "REDIS_URL": f"{redis}/{2 * self.slot + 1}",
+            "STOREFRONT_TEST_CACHE_URL": f"{redis}/{2 * self.slot + 2}",
+            "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(),
+        }
+        out = subprocess.run(
+            [
+                str(self.checkout / ".venv/bin/python"),
+                __file__,
+                "--worker",
+                action,
+                json.dumps(kwargs),
+            ],
+            env=env,
+            cwd=self.checkout,
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        ).stdout
+        return json.loads(out.splitlines()[-1])
+
+
+def admin(base_url: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def alternate(items: list, round_number: int) -> list:
+    return items if round_number % 2 == 0 else list(reversed(items))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--stores", type=int, default=1_000)
+    parser.add_argument("--small", type=int, default=10_000, help="events of the reference")
+    parser.add_argument("--compare", type=Path, help="a checkout of the code before")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=100, help="per page and round")
+    parser.add_argument("--records", type=int, default=1_000, help="events per round")
+    parser.add_argument("--chunk", type=int, default=100_000)
+    args = parser.parse_args()
+    base = os.environ["DATABASE_URL"]
+    checkouts = {"after": REPO, **({"before": args.compare.resolve()} if args.compare else {})}
+    # The small journal's stores each hold the large one's per-store history.
+    small_stores = max(1, round(args.small * args.stores / args.events))
+    sizes = {"large": (args.events, args.stores), "small": (args.small, small_stores)}
+    keys = [(code, size) for code in checkouts for size in sizes]
+    sides = {key: Side(" ".join(key), checkouts[key[0]], base, n) for n, key in enumerate(keys)}
+    try:
+        for (_, size), side in sides.items():
+            events, stores = sizes[size]
+            admin(base, f"drop database if exists {side.database}")
+            admin(base, f"create database {side.database}")
+            print(f"{side.name}: {events:,} events, {stores:,} stores, {side.checkout}", flush=True)
+            side.info = side.run(
+                "prepare", events=events, stores=stores, days=args.days, chunk=args.chunk
+            )
+            print(f"  {side.info['seconds']:.0f} s, partitioned: {side.info['partitioned']}")
+        report(args, sides, checkouts)
+    finally:
+        for side in sides.values():
+            admin(base, f"drop database if exists {side.database} with (force)")
+
+
+def report(args, sides: dict, checkouts: dict) -> None:
+    page_times = {key: [] for key in sides}
+    plans = {}
+    for n in range(args.rounds):
+        for key in alternate(list(sides), n):
+            side = sides[key]
+            result = side.run(
+                "pages",
+                key=side.info["key"],
+                slug=side.info["store"],
+                requests=args.requests,
+                explain=n == 0 and key[1] == "large",
+            )
+            if "plan" in result:
+                plans[key] = result.pop("plan")
+            page_times[key].append(result)
+    rates = {code: [] for code in checkouts}
+    for n in range(max(args.rounds, 5)):
+        for code in alternate(list(checkouts), n):
+            side = sides[code, "large"]
+            rates[code].append(
+                side.run("records", slug=side.info["recorder"], count=args.records)["per_second"]
+            )
+    prunes = {code: [] for code in checkouts}
+    for day in range(1, args.rounds + 1):  # one more day past the window each round
+        for code in alternate(list(checkouts), day):
+            side = sides[code, "large"]
+            prunes[code].append(side.run("prune", first=side.info["first"], day=day))
+
+    med = statistics.median
+    print(
+        f"\n{args.events:,} events over {args.days} days, {args.stores:,} stores "
+        f"({args.events // args.stores:,} per store) against {args.small:,}; "
+        f"medians of {args.rounds} rounds\n"
+    )
+    print("| code | page | ms at small | ms at large | large / small (goal <= 1.5) |")
+    print("|---|---|---:|---:|---:|")
+    for code in checkouts:
+        for case in CASES:
+            small = med(r[case] for r in page_times[code, "small"])
+            large = med(r[case] for r in page_times[code, "large"])
+            print(f"| {code} | {case} | {small:.2f} | {large:.2f} | {large / small:.2f} |")
+    print(
+        "\n| code | retention of one day: s (rounds) | events removed per round |"
+        " recorded events/s (rounds) |"
+    )
+    print("|---|---|---|---|")
+    for code in checkouts:
+        seconds = [p["seconds"] for p in prunes[code]]
+        print(
+            f"| {code} | {med(seconds):.3f} ({', '.join(f'{s:.3f}' for s in seconds)}) "
+            f"| {', '.join(format(p['removed'], ',') for p in prunes[code])} "
+            f"| {med(rates[code]):.0f} ({', '.join(f'{r:.0f}' for r in rates[code])}) |"
+        )
+    if "before" in checkouts:
+        retention = med(p["seconds"] for p in prunes["after"]) / med(
+            p["seconds"] for p in prunes["before"]
+        )
+        print(f"\nretention time after / before: {retention:.4f}")
+        print(
+            f"record rate after / before: {med(rates['after']) / med(rates['before']):.2f}"
+            " (goal >= 0.9)"
+        )
+    for (code, _), plan in plans.items():
+        print(f"\nplan of the middle page's journal query, {code}, large:\n{plan}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], json.loads(sys.argv[3]))
+    else:
+        main()
