@@ -124,7 +124,7 @@ def prepare(events: int, stores: int, days: int, chunk: int) -> dict:
         shops = [factories.StoreFactory(slug=f"bench-{n}") for n in range(stores)]
         for store in shops:
             factories.WebhookChannelFactory(store=store, url=f"{ORIGIN}/hook", event_types=TYPES)
-        for store in (shops[0], shops[-1]):  # the measured store, the recording one
+        for store in {shops[0], shops[-1]}:  # the measured store, the recording one
             factories.MembershipFactory(user=user, store=store)
         key = factories.make_api_key(user)
     today = datetime.datetime.now(datetime.UTC).date()
@@ -149,13 +149,13 @@ def prepare(events: int, stores: int, days: int, chunk: int) -> dict:
             "start": datetime.datetime.combine(first, datetime.time(), datetime.UTC),
             "step": days * 86400 / events,
         }
-        started = time.monotonic()
+        started, database = time.monotonic(), connection.settings_dict["NAME"]
         for lo in range(1, events + 1, chunk):
             hi = min(events, lo + chunk - 1)
             cursor.execute(statement, {**params, "lo": lo, "hi": hi})
-            rate = hi / (time.monotonic() - started)
-            print(f"\r  seeded {hi:,}/{events:,} events ({rate:,.0f}/s)", end="", file=sys.stderr)
-        print(file=sys.stderr)
+            if hi == events or hi % 1_000_000 < chunk:  # a progress line per million
+                rate = hi / (time.monotonic() - started)
+                print(f"  {database}: {hi:,}/{events:,} events ({rate:,.0f}/s)", file=sys.stderr)
         for table in tables:
             cursor.execute(f"vacuum analyze {table}")
     seconds = time.monotonic() - started
@@ -284,7 +284,7 @@ class Side:
         self.url = urlunsplit(parts._replace(path=f"/{self.database}"))
         self.info: dict = {}
 
-    def run(self, action: str, **kwargs) -> dict:
+    def start(self, action: str, **kwargs) -> subprocess.Popen:
         redis = os.environ["REDIS_URL"].rsplit("/", 1)[0]
         env = {
             **os.environ,
@@ -297,23 +297,25 @@ class Side:
             "STOREFRONT_TEST_WORKER": "gw0",
             "REDIS_URL": f"{redis}/{2 * self.slot + 1}",
             "STOREFRONT_TEST_CACHE_URL": f"{redis}/{2 * self.slot + 2}",
-            "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(),
+            "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(
+                dir=os.environ.get("STOREFRONT_TEST_WORKDIR")
+            ),
         }
-        out = subprocess.run(
-            [
-                str(self.checkout / ".venv/bin/python"),
-                __file__,
-                "--worker",
-                action,
-                json.dumps(kwargs),
-            ],
-            env=env,
-            cwd=self.checkout,
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        ).stdout
+        python = str(self.checkout / ".venv/bin/python")
+        command = [python, __file__, "--worker", action, json.dumps(kwargs)]
+        return subprocess.Popen(
+            command, env=env, cwd=self.checkout, stdout=subprocess.PIPE, text=True
+        )
+
+    @staticmethod
+    def finish(process: subprocess.Popen) -> dict:
+        out, _ = process.communicate()
+        if process.returncode:
+            raise SystemExit(f"{process.args[3]} failed ({process.returncode})")
         return json.loads(out.splitlines()[-1])
+
+    def run(self, action: str, **kwargs) -> dict:
+        return self.finish(self.start(action, **kwargs))
 
 
 def admin(base_url: str, statement: str) -> None:
@@ -347,15 +349,20 @@ def main() -> None:
     keys = [(code, size) for code in checkouts for size in sizes]
     sides = {key: Side(" ".join(key), checkouts[key[0]], base, n) for n, key in enumerate(keys)}
     try:
+        # Seeded side by side (not measured): each checkout's databases, all at once.
+        running = {}
         for (_, size), side in sides.items():
             events, stores = sizes[size]
             admin(base, f"drop database if exists {side.database}")
             admin(base, f"create database {side.database}")
             print(f"{side.name}: {events:,} events, {stores:,} stores, {side.checkout}", flush=True)
-            side.info = side.run(
+            running[side] = side.start(
                 "prepare", events=events, stores=stores, days=args.days, chunk=args.chunk
             )
-            print(f"  {side.info['seconds']:.0f} s, partitioned: {side.info['partitioned']}")
+        for side, process in running.items():
+            side.info = side.finish(process)
+            seconds, partitioned = side.info["seconds"], side.info["partitioned"]
+            print(f"{side.name}: seeded in {seconds:.0f} s, partitioned: {partitioned}")
         report(args, sides, checkouts)
     finally:
         for side in sides.values():
