@@ -40,6 +40,13 @@ CHECKOUT = Path(os.environ.get("JOURNAL_BENCH_CHECKOUT", REPO))
 TYPES = ["coupon.updated", "order.completed"]
 ORIGIN = "http://127.0.0.1:9"  # the discard port: nothing is sent, a drain would fail fast
 CASES = ("head", "middle", "newest")
+ORDER = {"total_cents": 1999, "currency": "USD"}
+WORKER_ENV = {
+    "DJANGO_SETTINGS_MODULE": "config.settings.test",
+    "API_RATE_LIMIT_PER_MINUTE": "1000000000",
+    "LOG_LEVEL": "WARNING",
+    "STOREFRONT_TEST_WORKER": "gw0",  # test.py then takes the Redis databases given here
+}
 
 
 # ---------------------------------------------------------------- in the checkout's process
@@ -51,48 +58,51 @@ def django_setup():
     import django
 
     django.setup()
+    from django.conf import settings
+
+    # One connection kept, as production keeps them (base.py), not the test settings' one per
+    # request: a request's time is then the app's and its queries', and cpu_clock can follow
+    # the backend.
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = None
+
+
+def cpu_clock():
+    """CPU seconds of this process plus its PostgreSQL backend's: on shared cores, steadier than
+    wall time (the wait for a core is not counted)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("select pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+
+    def clock():
+        with open(f"/proc/{pid}/schedstat") as schedstat:  # first field: ns on a CPU
+            return time.process_time() + int(schedstat.read().split()[0]) / 1e9
+
+    return clock
 
 
 # Seeded columns, "column: SQL expression" (g: the event's number; ev, dl: the rows just
 # inserted). A checkout's table takes those it has; one it requires and this lacks stops the seed.
-EVENT = """id: 'evt_' || upper(lpad(to_hex(g), 26, '0'))
-store_id: (%(stores)s::int[])[1 + g %% %(n)s]
+EVENT = """id: 'evt_' || upper(lpad(to_hex(g), 26, '0')); version: 1
+store_id: (%(stores)s::int[])[1 + g %% %(n)s]; txid: -10000000000 + g
 type: case when g %% 4 = 0 then 'order.completed' else 'coupon.updated' end
-version: 1
-subject_type: case when g %% 4 = 0 then 'order' else 'coupon' end
-subject_id: (g %% 5000)::text
+subject_type: case when g %% 4 = 0 then 'order' else 'coupon' end; subject_id: (g %% 5000)::text
 data: case when g %% 4 = 0 then '{"total_cents": 1999, "currency": "USD"}'::jsonb else '{}' end
-occurred_at: %(start)s::timestamptz + (g - 1) * %(step)s * interval '1 second'
-txid: -10000000000 + g"""
-DELIVERY = f"""id: lpad(to_hex(ev.txid + 10000000000), 32, '0')::uuid
-store_id: ev.store_id
-event_id: ev.id
-event_occurred_at: ev.occurred_at
-event_type: ev.type
-destination_id: c.id
-destination_origin: '{ORIGIN}'
-status: 'succeeded'
-attempts: 1
-response_status: 204
-response_body: ''
-created_at: ev.occurred_at
-updated_at: ev.occurred_at"""
-ATTEMPT = f"""delivery_id: dl.id
-delivery_event_occurred_at: dl.created_at
-number: 1
-origin: '{ORIGIN}'
-started_at: dl.created_at
-finished_at: dl.created_at
-duration_ms: 40
-response_status: 204
-response_body: ''
-error: ''"""
+occurred_at: %(start)s::timestamptz + (g - 1) * %(step)s * interval '1 second'"""
+DELIVERY = f"""id: lpad(to_hex(ev.txid + 10000000000), 32, '0')::uuid; store_id: ev.store_id
+event_id: ev.id; event_occurred_at: ev.occurred_at; event_type: ev.type; destination_id: c.id
+destination_origin: '{ORIGIN}'; status: 'succeeded'; attempts: 1; response_status: 204
+response_body: ''; created_at: ev.occurred_at; updated_at: ev.occurred_at"""
+ATTEMPT = f"""delivery_id: dl.id; delivery_event_occurred_at: dl.created_at; number: 1
+origin: '{ORIGIN}'; started_at: dl.created_at; finished_at: dl.created_at; duration_ms: 40
+response_status: 204; response_body: ''; error: ''"""
 CHANNELS = "webhooks_webhookdestination c on c.store_id = ev.store_id"
 
 
 def insert_sql(cursor, table: str, spec: str, source: str) -> str:
     """INSERT INTO table (...) SELECT <the spec's expressions of the table's columns> source."""
-    values = dict(line.split(": ", 1) for line in spec.splitlines())
+    values = dict(item.split(": ", 1) for line in spec.splitlines() for item in line.split("; "))
     # Column -> whether an INSERT must give it (NOT NULL, no default, not an identity).
     cursor.execute(
         "select column_name, is_nullable = 'NO' and column_default is null and is_identity = 'NO'"
@@ -200,25 +210,21 @@ def pages(key: str, slug: str, requests: int, explain: bool) -> dict:
     for case in CASES:
         for _ in range(10):  # warm-up
             get(params[case])
-    samples = {case: [] for case in CASES}
+    samples = {case: [] for case in CASES} | {f"{case} cpu": [] for case in CASES}
+    clock = cpu_clock()
     for _ in range(requests):
         for case in CASES:
-            started = time.perf_counter()
+            cpu, started = clock(), time.perf_counter()
             items = len(get(params[case])["data"])
             samples[case].append((time.perf_counter() - started) * 1000)
+            samples[f"{case} cpu"].append((clock() - cpu) * 1000)
             assert items == 50, (case, items)
-    result = {case: statistics.median(times) for case, times in samples.items()}
+    result = {label: statistics.median(times) for label, times in samples.items()}
     if explain:  # the middle page's journal query, as the checkout sends it
         with CaptureQueriesContext(connection) as queries:
             get(params["middle"])
-        query = max(
-            (
-                q["sql"]
-                for q in queries
-                if 'FROM "events_event"' in q["sql"] and "LIMIT" in q["sql"]
-            ),
-            key=len,
-        )
+        journal = [q["sql"] for q in queries if 'FROM "events_event"' in q["sql"]]
+        query = max((sql for sql in journal if "LIMIT" in sql), key=len)
         with connection.cursor() as cursor:
             cursor.execute(f"explain (analyze, costs off, timing off, summary off) {query}")
             result["plan"] = "\n".join(row[0] for row in cursor.fetchall())
@@ -235,19 +241,18 @@ def records(slug: str, count: int) -> dict:
 
     def one(n):
         with transaction.atomic():
-            record(
-                store=store,
-                type="order.completed",
-                subject=("order", str(n)),
-                data={"total_cents": 1999, "currency": "USD"},
-            )
+            record(store=store, type="order.completed", subject=("order", str(n)), data=ORDER)
 
     for n in range(50):  # warm-up
         one(n)
-    started = time.perf_counter()
+    clock = cpu_clock()
+    cpu, started = clock(), time.perf_counter()
     for n in range(count):
         one(n)
-    return {"per_second": count / (time.perf_counter() - started)}
+    return {
+        "per_second": count / (time.perf_counter() - started),
+        "cpu_per_second": count / (clock() - cpu),
+    }
 
 
 def prune(first: str, day: int) -> dict:
@@ -286,23 +291,13 @@ class Side:
 
     def start(self, action: str, **kwargs) -> subprocess.Popen:
         redis = os.environ["REDIS_URL"].rsplit("/", 1)[0]
-        env = {
-            **os.environ,
-            "JOURNAL_BENCH_CHECKOUT": str(self.checkout),
-            "DJANGO_SETTINGS_MODULE": "config.settings.test",
-            "DATABASE_URL": self.url,
-            "API_RATE_LIMIT_PER_MINUTE": "1000000000",
-            "LOG_LEVEL": "WARNING",
-            # test.py's per-worker Redis databases, chosen here so sides do not share them.
-            "STOREFRONT_TEST_WORKER": "gw0",
-            "REDIS_URL": f"{redis}/{2 * self.slot + 1}",
-            "STOREFRONT_TEST_CACHE_URL": f"{redis}/{2 * self.slot + 2}",
-            "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(
-                dir=os.environ.get("STOREFRONT_TEST_WORKDIR")
-            ),
-        }
-        python = str(self.checkout / ".venv/bin/python")
-        command = [python, __file__, "--worker", action, json.dumps(kwargs)]
+        metrics = tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))
+        env = {**os.environ, **WORKER_ENV, "JOURNAL_BENCH_CHECKOUT": str(self.checkout)}
+        env.update(DATABASE_URL=self.url, PROMETHEUS_MULTIPROC_DIR=metrics)
+        # Redis databases of its own: sides share no cache keys (drain markers, identities).
+        env.update(REDIS_URL=f"{redis}/{2 * self.slot + 1}")
+        env.update(STOREFRONT_TEST_CACHE_URL=f"{redis}/{2 * self.slot + 2}")
+        command = [".venv/bin/python", __file__, "--worker", action, json.dumps(kwargs)]
         return subprocess.Popen(
             command, env=env, cwd=self.checkout, stdout=subprocess.PIPE, text=True
         )
@@ -370,69 +365,67 @@ def main() -> None:
 
 
 def report(args, sides: dict, checkouts: dict) -> None:
-    page_times = {key: [] for key in sides}
-    plans = {}
+    pages, plans, rates, prunes = {key: [] for key in sides}, {}, {}, {}
     for n in range(args.rounds):
         for key in alternate(list(sides), n):
-            side = sides[key]
-            result = side.run(
-                "pages",
-                key=side.info["key"],
-                slug=side.info["store"],
-                requests=args.requests,
-                explain=n == 0 and key[1] == "large",
-            )
-            if "plan" in result:
-                plans[key] = result.pop("plan")
-            page_times[key].append(result)
-    rates = {code: [] for code in checkouts}
+            side, explain = sides[key], n == 0 and key[1] == "large"
+            info = {"key": side.info["key"], "slug": side.info["store"]}
+            pages[key].append(side.run("pages", **info, requests=args.requests, explain=explain))
+            if explain:
+                plans[key[0]] = pages[key][-1].pop("plan")
     for n in range(max(args.rounds, 5)):
         for code in alternate(list(checkouts), n):
             side = sides[code, "large"]
-            rates[code].append(
-                side.run("records", slug=side.info["recorder"], count=args.records)["per_second"]
-            )
-    prunes = {code: [] for code in checkouts}
+            result = side.run("records", slug=side.info["recorder"], count=args.records)
+            rates.setdefault(code, []).append(result)
     for day in range(1, args.rounds + 1):  # one more day past the window each round
         for code in alternate(list(checkouts), day):
             side = sides[code, "large"]
-            prunes[code].append(side.run("prune", first=side.info["first"], day=day))
+            result = side.run("prune", first=side.info["first"], day=day)
+            prunes.setdefault(code, []).append(result)
 
-    med = statistics.median
+    def med(rows, field):
+        return statistics.median(row[field] for row in rows)
+
     print(
         f"\n{args.events:,} events over {args.days} days, {args.stores:,} stores "
         f"({args.events // args.stores:,} per store) against {args.small:,}; "
-        f"medians of {args.rounds} rounds\n"
+        f"medians of {args.rounds} rounds of {args.requests} requests\n"
     )
-    print("| code | page | ms at small | ms at large | large / small (goal <= 1.5) |")
-    print("|---|---|---:|---:|---:|")
+    print("| code | page | small: wall, CPU ms | large: wall, CPU ms | large / small: wall, CPU |")
+    print("|---|---|---|---|---|")
     for code in checkouts:
         for case in CASES:
-            small = med(r[case] for r in page_times[code, "small"])
-            large = med(r[case] for r in page_times[code, "large"])
-            print(f"| {code} | {case} | {small:.2f} | {large:.2f} | {large / small:.2f} |")
-    print(
-        "\n| code | retention of one day: s (rounds) | events removed per round |"
-        " recorded events/s (rounds) |"
-    )
+            small, large = pages[code, "small"], pages[code, "large"]
+            w, c = (
+                (med(small, case), med(large, case)),
+                (med(small, f"{case} cpu"), med(large, f"{case} cpu")),
+            )
+            print(
+                f"| {code} | {case} | {w[0]:.2f}, {c[0]:.2f} | {w[1]:.2f}, {c[1]:.2f} "
+                f"| **{w[1] / w[0]:.2f}**, **{c[1] / c[0]:.2f}** |"
+            )
+    print("\n| code | one day's retention: s (rounds) | removed | recorded/s: wall, CPU (rounds) |")
     print("|---|---|---|---|")
     for code in checkouts:
-        seconds = [p["seconds"] for p in prunes[code]]
+        rounds = ", ".join(f"{p['seconds']:.3f}" for p in prunes[code])
+        removed = ", ".join(format(p["removed"], ",") for p in prunes[code])
+        each = ", ".join(f"{r['per_second']:.0f}" for r in rates[code])
         print(
-            f"| {code} | {med(seconds):.3f} ({', '.join(f'{s:.3f}' for s in seconds)}) "
-            f"| {', '.join(format(p['removed'], ',') for p in prunes[code])} "
-            f"| {med(rates[code]):.0f} ({', '.join(f'{r:.0f}' for r in rates[code])}) |"
+            f"| {code} | {med(prunes[code], 'seconds'):.3f} ({rounds}) | {removed} "
+            f"| {med(rates[code], 'per_second'):.0f}, "
+            f"{med(rates[code], 'cpu_per_second'):.0f} ({each}) |"
         )
     if "before" in checkouts:
-        retention = med(p["seconds"] for p in prunes["after"]) / med(
-            p["seconds"] for p in prunes["before"]
-        )
-        print(f"\nretention time after / before: {retention:.4f}")
+        after, before = prunes["after"], prunes["before"]
         print(
-            f"record rate after / before: {med(rates['after']) / med(rates['before']):.2f}"
-            " (goal >= 0.9)"
+            f"\nretention time after / before: {med(after, 'seconds') / med(before, 'seconds'):.4f}"
         )
-    for (code, _), plan in plans.items():
+        after, before = rates["after"], rates["before"]
+        for field in ("per_second", "cpu_per_second"):
+            ratio = med(after, field) / med(before, field)
+            print(f"record rate after / before ({field}): {ratio:.2f} (goal >= 0.9)")
+    for code, plan in plans.items():
         print(f"\nplan of the middle page's journal query, {code}, large:\n{plan}")
 
 
