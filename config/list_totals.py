@@ -63,14 +63,8 @@ class ListTotals:
         )
         # Most updates change no total: they do not touch the totals table at all (no lock).
         on_update = f"IF EXISTS ({net_changes}) THEN {self._upsert(net_changes)}; END IF;"
-        subtracted = ", ".join(
-            f"{column} = totals.{column} - gone.{column}" for column, _ in self.counters
-        )
-        on_delete = (
-            f"PERFORM 1 FROM {self.totals_table} WHERE store_id IN "  # noqa: S608
-            f"(SELECT store_id FROM old_rows) ORDER BY store_id FOR UPDATE; "
-            f"UPDATE {self.totals_table} AS totals SET {subtracted} "
-            f"FROM ({self._counts('old_rows')}) AS gone WHERE totals.store_id = gone.store_id;"
+        on_delete = "".join(
+            f"{statement}; " for statement in self._subtract_sql("old_rows", lock="PERFORM 1")
         )
         on_truncate = f"DELETE FROM {self.totals_table};"  # noqa: S608
         trigger = f"CREATE TRIGGER {self.table}_totals_%s AFTER %s ON {self.table} "
@@ -109,6 +103,25 @@ class ListTotals:
             + function % "delete",
             trigger % ("truncate", "TRUNCATE") + function % "truncate",
         ]
+
+    def _subtract_sql(self, rows: str, *, lock: str) -> tuple[str, str]:
+        """Lowers the totals by the rows of `rows` (a table or a transition table): a statement
+        locking the stores' totals in store order first (as every writer does: no deadlock),
+        then the update."""
+        subtracted = ", ".join(
+            f"{column} = totals.{column} - gone.{column}" for column, _ in self.counters
+        )
+        return (
+            f"{lock} FROM {self.totals_table} WHERE store_id IN "  # noqa: S608
+            f"(SELECT store_id FROM {rows}) ORDER BY store_id FOR UPDATE",
+            f"UPDATE {self.totals_table} AS totals SET {subtracted} "  # noqa: S608
+            f"FROM ({self._counts(rows)}) AS gone WHERE totals.store_id = gone.store_id",
+        )
+
+    def partition_drop_sql(self, partition: str) -> tuple[str, str]:
+        """What the delete trigger would do for every row of `partition`, which is about to be
+        dropped (a drop fires no trigger): run in the drop's transaction, before it."""
+        return self._subtract_sql(partition, lock="SELECT 1")
 
     def drop_sql(self) -> list[str]:
         return [

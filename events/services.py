@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config import metrics
-from events import subscribers
+from events import partitions, subscribers
 from events.models import Event, EventPruneMark
 from events.registry import event_type_get
 
@@ -49,19 +49,47 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
     return event
 
 
+def partitions_upkeep(*, now=None) -> dict:
+    """The hourly upkeep of the journal's days: the partitions from today to
+    EVENTS_PARTITIONS_AHEAD days ahead exist, and the days past retention are gone."""
+    today = (now or timezone.now()).date()
+    created = partitions.partitions_ensure(
+        today, today + timedelta(days=settings.EVENTS_PARTITIONS_AHEAD)
+    )
+    return {"created": created, "pruned": events_prune(now=now)}
+
+
 def events_prune(
     *, now=None, batch_size: int | None = None, on_batch: Callable[[int], object] | None = None
 ) -> int:
-    """Deletes events older than the retention window, in short batches; returns the count.
+    """Removes the events past the retention window; returns how many.
 
-    Each batch is its own transaction (no long locks, and the journal's transaction horizon
-    never waits on the pruner) and goes through the ORM so that rows referencing events
-    (webhook deliveries, on_delete=CASCADE) are deleted with them. The highest deleted
-    position per store is kept in EventPruneMark, which is what makes older cursors answer 410.
+    Whole days go: each day partition whose every event is past the window is dropped with the
+    deliveries and attempts of its day, raising the stores' prune marks in the same
+    transaction (events/partitions.py), so an event is kept between 30 and 31 days. Rows of
+    the legacy partition (the journal as it was before it was partitioned) are deleted in short
+    batches, as before, until that partition's whole range is past the window and it is
+    dropped too. The prune marks are what make older cursors answer 410.
     """
     now = now or timezone.now()
+    removed = 0
+    for partition in partitions.expired_partitions(now):
+        dropped = partitions.partition_drop(partition, now=now, marks_raise=_prune_marks_raise)
+        removed += dropped
+        if on_batch is not None:  # the command's progress bar
+            on_batch(dropped)
+    legacy = partitions.legacy_partition()
+    if legacy is not None:
+        cutoff = min(now - timedelta(days=settings.EVENTS_RETENTION_DAYS), legacy.high)
+        removed += _rows_prune(cutoff, now=now, batch_size=batch_size, on_batch=on_batch)
+    return removed
+
+
+def _rows_prune(cutoff, *, now, batch_size, on_batch) -> int:
+    """Deletes events older than `cutoff` in short batches, each its own transaction (no long
+    locks, and the journal's transaction horizon never waits on the pruner), through the ORM so
+    that their deliveries and attempts go with them."""
     batch_size = batch_size or settings.EVENTS_PRUNE_BATCH_SIZE
-    cutoff = now - timedelta(days=settings.EVENTS_RETENTION_DAYS)
     deleted_total = 0
     while True:
         with transaction.atomic():
@@ -77,7 +105,7 @@ def events_prune(
             Event.objects.filter(pk__in=[event_id for event_id, _, _ in batch]).delete()
             _prune_marks_raise(batch, now)
         deleted_total += len(batch)
-        if on_batch is not None:  # the command's progress bar
+        if on_batch is not None:
             on_batch(len(batch))
         logger.info("events prune: deleted %d events so far (cutoff %s)", deleted_total, cutoff)
         if len(batch) < batch_size:

@@ -9,6 +9,7 @@ from accounts.models import User
 from accounts.services import api_key_create
 from coupons.models import Coupon
 from events.models import Event
+from events.partitions import partitions_ensure
 from stores.models import Membership, Store
 from webhooks.models import WebhookChannel, WebhookSigningSecret
 
@@ -102,6 +103,9 @@ def old_events(store, count: int, age_days: int = 31) -> list[Event]:
     """`count` events of `store` older than retention by default (bulk, one transaction)."""
     occurred_at = timezone.now() - timedelta(days=age_days)
     with transaction.atomic():
+        # Only today's days and those ahead have partitions (the hourly upkeep's): a past
+        # day gets its own here.
+        partitions_ensure(occurred_at.date(), occurred_at.date())
         return Event.objects.bulk_create(
             Event(
                 store=store,
@@ -114,3 +118,19 @@ def old_events(store, count: int, age_days: int = 31) -> list[Event]:
             )
             for n in range(count)
         )
+
+
+def events_age(events, occurred_at) -> None:
+    """Moves `events` (a queryset) to `occurred_at` with their webhook deliveries and attempts:
+    the day partition of all three is the event's day. Only the suite changes an event's time
+    (record sets it once); the day gets its partition first."""
+    from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
+
+    partitions_ensure(occurred_at.date(), occurred_at.date())
+    ids = list(events.values_list("id", flat=True))
+    with transaction.atomic():
+        Event.objects.filter(pk__in=ids).update(occurred_at=occurred_at)
+        WebhookDeliveryAttempt.objects.filter(delivery__event_id__in=ids).update(
+            delivery_event_occurred_at=occurred_at
+        )
+        WebhookDelivery.objects.filter(event_id__in=ids).update(event_occurred_at=occurred_at)

@@ -8,10 +8,10 @@ class WebhooksConfig(AppConfig):
         from config import health
         from config.list_totals import registered
         from config.metrics.views import SCRAPE_COLLECTORS
-        from events import subscribers
+        from events import partitions, subscribers
         from webhooks import checks  # noqa: F401  (registers the system checks)
         from webhooks.metrics import BacklogCollector, backlog_check
-        from webhooks.models import DELIVERY_TOTALS
+        from webhooks.models import DELIVERY_TOTALS, WebhookDelivery, WebhookDeliveryAttempt
         from webhooks.services import deliveries_create_for_event
 
         # Every recorded event of a store with a destination gets its delivery, in the event's
@@ -22,3 +22,16 @@ class WebhooksConfig(AppConfig):
         SCRAPE_COLLECTORS.append(BacklogCollector())
         health.status_check_add("webhook_backlog", backlog_check)
         registered["deliveries"] = DELIVERY_TOTALS
+        # Deliveries and attempts are partitioned by their event's day and dropped with it;
+        # a dropped day of deliveries lowers the delivery totals as deleted rows would.
+        partitions.alongside_register(
+            WebhookDelivery._meta.db_table, before_drop=delivery_totals_lower
+        )
+        partitions.alongside_register(WebhookDeliveryAttempt._meta.db_table)
+
+
+def delivery_totals_lower(cursor, partition: str) -> None:
+    from webhooks.models import DELIVERY_TOTALS
+
+    for statement in DELIVERY_TOTALS.partition_drop_sql(partition):
+        cursor.execute(statement)

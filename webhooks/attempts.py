@@ -92,7 +92,11 @@ def delivery_claim(
         WebhookDelivery.objects.filter(pk=delivery.pk).update(destination_origin=origin)
     # Saved with its outcome, in the transaction that moves the delivery on.
     attempt = WebhookDeliveryAttempt(
-        delivery=delivery, number=delivery.attempts, origin=origin, started_at=now
+        delivery=delivery,
+        delivery_event_occurred_at=delivery.event_occurred_at,
+        number=delivery.attempts,
+        origin=origin,
+        started_at=now,
     )
     return delivery, attempt
 
@@ -105,6 +109,7 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
         [
             WebhookDeliveryAttempt(
                 delivery=delivery,
+                delivery_event_occurred_at=delivery.event_occurred_at,
                 number=number,
                 origin=delivery.destination_origin,
                 started_at=now,

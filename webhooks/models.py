@@ -137,9 +137,18 @@ class WebhookDelivery(models.Model):
     store = models.ForeignKey(
         "stores.Store", on_delete=models.CASCADE, related_name="+", db_index=False
     )
+    # No foreign key in the database: PostgreSQL refuses to drop a partition of a referenced
+    # table, and the journal's days are dropped (docs/decisions/events.md "Partitioned by
+    # day"). A delivery is written only with its event, in its transaction, and goes with its
+    # event's day.
     event = models.ForeignKey(
-        "events.Event", on_delete=models.CASCADE, related_name="webhook_deliveries"
+        "events.Event",
+        on_delete=models.CASCADE,
+        related_name="webhook_deliveries",
+        db_constraint=False,
     )
+    # The event's occurred_at: the day partition of the delivery is its event's.
+    event_occurred_at = models.DateTimeField()
     # Denormalised from the event for the list filter without a join.
     event_type = models.CharField(max_length=120)
     # The channel (the column keeps its name from the destinations; the API says channel_id).
@@ -234,9 +243,15 @@ class WebhookDeliveryAttempt(models.Model):
     """One try of a delivery, saved with its outcome. A try whose worker died is recorded as
     abandoned by the worker that takes the delivery over once the lease has run out."""
 
+    # No foreign key in the database, as WebhookDelivery.event: attempts go with their
+    # delivery's day partition.
     delivery = models.ForeignKey(
-        WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_records"
+        WebhookDelivery,
+        on_delete=models.CASCADE,
+        related_name="attempt_records",
+        db_constraint=False,
     )
+    delivery_event_occurred_at = models.DateTimeField()
     number = models.PositiveIntegerField()
     # scheme://host[:port] it was sent to, as the delivery's destination_origin: never the full
     # URL, whose path and query can be a credential (docs/decisions/hardening.md, Hardening IV).
@@ -251,7 +266,11 @@ class WebhookDeliveryAttempt(models.Model):
     class Meta:
         ordering = ["delivery", "number"]
         constraints = [
-            models.UniqueConstraint(fields=["delivery", "number"], name="attempt_number_unique")
+            # With the partition key, as a partitioned table's unique keys must.
+            models.UniqueConstraint(
+                fields=["delivery", "number", "delivery_event_occurred_at"],
+                name="attempt_number_unique",
+            )
         ]
 
     def __str__(self):

@@ -154,6 +154,7 @@ def _delivery_new(*, event, destination: WebhookChannel, replay_of=None) -> Webh
     delivery = WebhookDelivery.objects.create(
         store_id=event.store_id,
         event=event,
+        event_occurred_at=event.occurred_at,
         event_type=event.type,
         destination=destination,
         destination_origin=url_origin(destination.url),

@@ -25,8 +25,8 @@ WITH claimed AS (
     UPDATE webhooks_webhookdelivery AS delivery
     SET lease_until = %(lease_until)s, lease_token = %(token)s,
         attempts = delivery.attempts + 1, updated_at = %(now)s
-    WHERE delivery.id = (
-        SELECT due.id FROM webhooks_webhookdelivery AS due
+    WHERE (delivery.id, delivery.event_occurred_at) = (
+        SELECT due.id, due.event_occurred_at FROM webhooks_webhookdelivery AS due
         WHERE {match} AND {due}
         ORDER BY due.next_attempt_at
         LIMIT 1
@@ -36,7 +36,8 @@ WITH claimed AS (
 )
 SELECT {columns}
 FROM claimed
-JOIN events_event AS event ON event.id = claimed.event_id
+JOIN events_event AS event
+    ON event.id = claimed.event_id AND event.occurred_at = claimed.event_occurred_at
 LEFT JOIN webhooks_webhookdestination AS destination ON destination.id = claimed.destination_id
 """
 # The row of CLAIM_SQL, model by model (fixed identifiers from the models, no input).
@@ -128,11 +129,13 @@ ATTEMPT_OUTCOME_COLUMNS = (
 OUTCOME_RECORD_SQL = f"""
 WITH moved AS (
     UPDATE webhooks_webhookdelivery SET {", ".join(f"{c} = %s" for c in DELIVERY_OUTCOME_COLUMNS)}
-    WHERE id = %s AND lease_token = %s
-    RETURNING id
+    WHERE id = %s AND event_occurred_at = %s AND lease_token = %s
+    RETURNING id, event_occurred_at
 )
-INSERT INTO webhooks_webhookdeliveryattempt (delivery_id, {", ".join(ATTEMPT_OUTCOME_COLUMNS)})
-SELECT moved.id, {", ".join(["%s"] * len(ATTEMPT_OUTCOME_COLUMNS))} FROM moved
+INSERT INTO webhooks_webhookdeliveryattempt
+    (delivery_id, delivery_event_occurred_at, {", ".join(ATTEMPT_OUTCOME_COLUMNS)})
+SELECT moved.id, moved.event_occurred_at, {", ".join(["%s"] * len(ATTEMPT_OUTCOME_COLUMNS))}
+FROM moved
 """  # noqa: S608 (fixed column names; values are parameters)
 OUTCOME_RECORD_STATEMENT = PreparedStatement("storefront_delivery_outcome", OUTCOME_RECORD_SQL)
 
@@ -144,6 +147,7 @@ def outcome_record(*, delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt
     params = [
         *(outcome[column] for column in DELIVERY_OUTCOME_COLUMNS),
         delivery.pk,
+        delivery.event_occurred_at,
         delivery.lease_token,
         *(getattr(attempt, column) for column in ATTEMPT_OUTCOME_COLUMNS),
     ]

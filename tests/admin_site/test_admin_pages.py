@@ -74,6 +74,7 @@ def world(db):
     assert WebhookDelivery.objects.filter(store=other).exists()
     WebhookDeliveryAttempt.objects.create(
         delivery=delivery,
+        delivery_event_occurred_at=delivery.event_occurred_at,
         number=1,
         origin="https://hooks.example.com",
         response_status=500,

@@ -82,7 +82,11 @@ def test_admin_pages_show_the_destination_origin_not_its_url(destination):
         event=record_order_completed(destination.store, order_id=1)
     )
     WebhookDeliveryAttempt.objects.create(
-        delivery=delivery, number=1, origin=url_origin(URL), response_status=500
+        delivery=delivery,
+        delivery_event_occurred_at=delivery.event_occurred_at,
+        number=1,
+        origin=url_origin(URL),
+        response_status=500,
     )
     viewer = staff_client_with("webhooks.view_webhookchannel", "webhooks.view_webhookdelivery")
     # when

@@ -3,42 +3,50 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
+from config.partitions import day_start, partitions_list
 from events.models import Event
 from events.services import events_prune
-from events.tasks import events_prune_task
+from events.tasks import partitions_upkeep_task
 from tests.concurrency import run_at_once
 from tests.events.helpers import record_committed
-from tests.factories import old_events
+from tests.factories import events_age, old_events
 
 
 @pytest.mark.django_db
-def test_prune_deletes_10000_old_events_in_batches_and_keeps_recent_ones(
+def test_prune_drops_a_day_of_10000_old_events_at_once_and_keeps_recent_ones(
     store, other_store, caplog
 ):
-    # given 10,000 events past retention (two stores) and recent ones
+    # given 10,000 events past retention (two stores, one day) and recent ones
     old_events(store, 6_000)
     old_events(other_store, 4_000)
     fresh = record_committed(store)
     boundary = old_events(store, 1, age_days=29)[0]
     # when
-    with caplog.at_level(logging.INFO, logger="events.services"):
-        deleted = events_prune(batch_size=1_000)
-    # then
+    with caplog.at_level(logging.INFO, logger="events.partitions"):
+        deleted = events_prune()
+    # then the day's partition went as a whole
     assert deleted == 10_000
     assert set(Event.objects.values_list("id", flat=True)) == {fresh.id, boundary.id}
-    progress = [r.getMessage() for r in caplog.records if "events prune" in r.getMessage()]
-    assert len(progress) == 10  # one line per bounded batch
-    assert "deleted 10000 events so far" in progress[-1]
+    day = (timezone.now() - timedelta(days=31)).date()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"events retention: dropped events_event_p{day:%Y%m%d} (10000 events)"
+    ]
+    with connection.cursor() as cursor:
+        assert f"events_event_p{day:%Y%m%d}" not in {
+            partition.name for partition in partitions_list(cursor, "events_event")
+        }
 
 
 @pytest.mark.django_db
-def test_prune_task_is_scheduled_and_runs(store):
+def test_the_upkeep_task_is_scheduled_hourly_and_runs(store):
     old_events(store, 3)
-    schedule = settings.CELERY_BEAT_SCHEDULE["events-prune"]
-    assert schedule["task"] == "events.prune"
-    events_prune_task()
+    schedule = settings.CELERY_BEAT_SCHEDULE["events-partitions"]
+    assert schedule["task"] == "events.partitions"
+    assert schedule["schedule"].minute == {23}
+    partitions_upkeep_task()
     assert Event.objects.count() == 0
 
 
@@ -49,7 +57,7 @@ def test_cursor_before_pruned_events_is_410_with_the_fallback_body(auth_client, 
     record_committed(store, subject=("coupon", "2"))
     record_committed(store, subject=("coupon", "3"))
     cursor = auth_client.get("/api/v2/events", {"limit": 1}).json()["meta"]["next_cursor"]
-    Event.objects.exclude(pk=first.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects.exclude(pk=first.pk), timezone.now() - timedelta(days=31))
     events_prune()
     # when
     response = auth_client.get("/api/v2/events", {"limit": 1, "cursor": cursor})
@@ -76,7 +84,7 @@ def test_a_caught_up_cursor_survives_the_pruning_of_what_it_has_seen(auth_client
     record_committed(store, subject=("coupon", "1"))
     record_committed(store, subject=("coupon", "2"))
     cursor = auth_client.get("/api/v2/events").json()["meta"]["next_cursor"]
-    Event.objects.update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects, timezone.now() - timedelta(days=31))
     assert events_prune() == 2
     # when the idle store is polled again, then nothing was missed: no 410
     idle = auth_client.get("/api/v2/events", {"cursor": cursor})
@@ -107,7 +115,7 @@ def test_prune_deletes_the_webhook_deliveries_of_pruned_events(store):
         record_committed(store, type="coupon.updated", subject=("coupon", str(n)))
     kept = record_committed(store, type="coupon.updated", subject=("coupon", "new"))
     assert WebhookDelivery.objects.count() == 301
-    Event.objects.exclude(pk=kept.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects.exclude(pk=kept.pk), timezone.now() - timedelta(days=31))
     # when
     deleted = events_prune(batch_size=100)
     # then
@@ -119,7 +127,7 @@ def test_prune_deletes_the_webhook_deliveries_of_pruned_events(store):
 def test_a_poller_starting_after_a_prune_is_not_expired_by_it(auth_client, store):
     # given a store whose whole history was pruned before the poller started
     record_committed(store, subject=("coupon", "old"))
-    Event.objects.update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects, timezone.now() - timedelta(days=31))
     assert events_prune() == 1
     # when a new poller starts (empty page) and polls on with its cursor
     empty = auth_client.get("/api/v2/events").json()
@@ -137,7 +145,7 @@ def test_an_idle_start_cursor_expires_once_unseen_events_are_pruned(auth_client,
     # given a poller that got an empty first page and then stopped polling
     cursor = auth_client.get("/api/v2/events").json()["meta"]["next_cursor"]
     record_committed(store)
-    Event.objects.update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects, timezone.now() - timedelta(days=31))
     events_prune()
     # when it comes back after retention deleted the event it never saw, then 410
     response = auth_client.get("/api/v2/events", {"cursor": cursor})
@@ -269,7 +277,7 @@ def test_a_filtered_cursor_whose_unseen_matching_events_were_pruned_is_410(auth_
     cursor = _next(auth_client.get("/api/v2/events", params))
     # while a matching event is recorded and then ages past retention unseen
     unseen = record_committed(store, type="coupon.created", subject=("coupon", "2"))
-    Event.objects.filter(pk=unseen.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects.filter(pk=unseen.pk), timezone.now() - timedelta(days=31))
     assert events_prune() == 3
     # when it comes back, then 410: it missed an event of its type
     response = auth_client.get("/api/v2/events", {**params, "cursor": cursor})
@@ -281,17 +289,19 @@ def test_a_filtered_cursor_whose_unseen_matching_events_were_pruned_is_410(auth_
 
 
 @pytest.mark.django_db
-def test_the_retention_cutoff_is_exactly_30_days(store):
-    # given, on a frozen clock, one event an hour past 30 days and one an hour short of it
-    now = timezone.now()
-    past, within = old_events(store, 2, age_days=0)
-    Event.objects.filter(pk=past.pk).update(occurred_at=now - timedelta(days=30, hours=1))
-    Event.objects.filter(pk=within.pk).update(occurred_at=now - timedelta(days=29, hours=23))
-    # when
-    deleted = events_prune(now=now)
-    # then
-    assert deleted == 1
-    assert list(Event.objects.values_list("id", flat=True)) == [within.id]
+def test_the_retention_cutoff_is_a_day_whose_end_is_30_days_old(store):
+    # given an event at noon of the day 31 days before today, and one at the very start of the
+    # day 30 days before today (whole days go: docs/decisions/events.md "Partitioned by day")
+    today = day_start(timezone.now().date())
+    older, newer = old_events(store, 2, age_days=0)
+    events_age(Event.objects.filter(pk=older.pk), today - timedelta(days=31) + timedelta(hours=12))
+    events_age(Event.objects.filter(pk=newer.pk), today - timedelta(days=30))
+    # when the older day ended one second less than 30 days ago, then nothing goes
+    assert events_prune(now=today - timedelta(seconds=1)) == 0
+    # when it ended exactly 30 days ago, then its event goes, and the event exactly 30 days
+    # old stays (its day ended 29 days ago)
+    assert events_prune(now=today) == 1
+    assert list(Event.objects.values_list("id", flat=True)) == [newer.id]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -310,7 +320,7 @@ def test_a_cursor_stopped_inside_a_transaction_on_the_last_pruned_event_is_not_e
     page = auth_client.get("/api/v2/events", {"limit": 1})
     assert _ids(page) == [first.id]
     # when retention deletes exactly that first event
-    Event.objects.filter(pk=first.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects.filter(pk=first.pk), timezone.now() - timedelta(days=31))
     assert events_prune() == 1
     # then the cursor missed nothing: it reads the second event of the transaction, not a 410
     after = auth_client.get("/api/v2/events", {"limit": 1, "cursor": _next(page)})

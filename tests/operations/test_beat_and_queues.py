@@ -12,7 +12,7 @@ import pytest
 from config.api.tasks import idempotency_keys_prune_task
 from config.beat import LockedScheduler
 from config.celery import app
-from events.tasks import events_prune_task
+from events.tasks import partitions_upkeep_task
 from oauth_cli.tasks import oauth_prune_task
 from webhooks.tasks import deliveries_sweep_task, delivery_send_task, destination_drain_task
 
@@ -98,7 +98,7 @@ def test_webhook_tasks_go_to_the_webhooks_queue_and_maintenance_to_its_own(broke
     delivery_send_task.delay("00000000-0000-0000-0000-000000000000")
     destination_drain_task.delay(1)
     deliveries_sweep_task.delay()
-    events_prune_task.delay()
+    partitions_upkeep_task.delay()
     oauth_prune_task.delay()
     idempotency_keys_prune_task.delay()
 
@@ -109,7 +109,7 @@ def test_webhook_tasks_go_to_the_webhooks_queue_and_maintenance_to_its_own(broke
     ]
     assert sorted(queued_tasks(broker, "maintenance")) == [
         "api.idempotency_keys_prune",
-        "events.prune",
+        "events.partitions",
         "oauth_cli.prune",
     ]
     assert broker.llen("celery") == 0

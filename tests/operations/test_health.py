@@ -237,6 +237,7 @@ def delivery_due(store, event, due_seconds_ago):
     return WebhookDelivery.objects.create(
         store=store,
         event=event,
+        event_occurred_at=event.occurred_at,
         event_type=event.type,
         destination_origin="https://receiver.example",
         next_attempt_at=timezone.now() - timedelta(seconds=due_seconds_ago),

@@ -6,7 +6,7 @@ from django.utils import timezone
 from events.models import Event
 from events.services import events_prune
 from tests.admin_users import cookies_carry, post_action, sessions_carry, staff_client_with
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, events_age
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
 from webhooks.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
@@ -47,7 +47,7 @@ def test_deliveries_and_attempts_follow_their_event_out_of_retention(store, rece
     old = record_order_completed(store, order_id=1)
     recent = record_order_completed(store, order_id=2)
     delivery_send(delivery_id=WebhookDelivery.objects.get(event=old).pk)
-    Event.objects.filter(pk=old.pk).update(occurred_at=timezone.now() - timedelta(days=31))
+    events_age(Event.objects.filter(pk=old.pk), timezone.now() - timedelta(days=31))
 
     events_prune()
 

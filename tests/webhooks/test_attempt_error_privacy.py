@@ -153,7 +153,11 @@ def test_errors_stored_before_the_fix_are_rewritten_by_their_migration(store):
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     for number, old_error in enumerate([*OLD_ERRORS, "HTTP 500"], start=1):
         WebhookDeliveryAttempt.objects.create(
-            delivery=delivery, number=number, origin="http://127.0.0.1:9", error=old_error
+            delivery=delivery,
+            delivery_event_occurred_at=delivery.event_occurred_at,
+            number=number,
+            origin="http://127.0.0.1:9",
+            error=old_error,
         )
 
     # when the migration runs

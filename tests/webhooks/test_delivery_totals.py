@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from events.models import Event
 from events.services import events_prune, record
-from tests.factories import MembershipFactory, WebhookChannelFactory
+from tests.factories import MembershipFactory, WebhookChannelFactory, events_age
 from webhooks.models import WebhookDelivery, WebhookDeliveryTotal
 from webhooks.services import delivery_replay
 
@@ -88,11 +88,12 @@ def test_the_retention_prune_is_counted_per_store(store, auth_client, user):
     for s in (store, second):
         with_destination(s)
         record_events(s, 30)
-    Event.objects.filter(subject_id__in=[str(n) for n in range(20)]).update(
-        occurred_at=timezone.now() - timedelta(days=31)
+    events_age(
+        Event.objects.filter(subject_id__in=[str(n) for n in range(20)]),
+        timezone.now() - timedelta(days=31),
     )
 
-    assert events_prune(batch_size=15) == 40  # batches mixing both stores
+    assert events_prune() == 40  # one day of both stores, dropped
 
     for s in (store, second):
         assert total(auth_client, s) == 10 == WebhookDelivery.objects.filter(store=s).count()
