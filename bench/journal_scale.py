@@ -25,6 +25,7 @@ process of the checkout's own Python and code (this file run with `--worker`), m
 """
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -40,6 +41,7 @@ CHECKOUT = Path(os.environ.get("JOURNAL_BENCH_CHECKOUT", REPO))
 TYPES = ["coupon.updated", "order.completed"]
 ORIGIN = "http://127.0.0.1:9"  # the discard port: nothing is sent, a drain would fail fast
 CASES = ("head", "middle", "newest")
+CHUNK = 100_000  # events per INSERT of the seed
 ORDER = {"total_cents": 1999, "currency": "USD"}
 WORKER_ENV = {
     "DJANGO_SETTINGS_MODULE": "config.settings.test",
@@ -49,26 +51,23 @@ WORKER_ENV = {
 }
 
 
-# ---------------------------------------------------------------- in the checkout's process
+# In the checkout's process (`--worker`).
 
 
 def django_setup():
     sys.path.insert(0, str(CHECKOUT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     import django
 
     django.setup()
     from django.conf import settings
 
-    # One connection kept, as production keeps them (base.py), not the test settings' one per
-    # request: a request's time is then the app's and its queries', and cpu_clock can follow
-    # the backend.
+    # A connection kept, as in production (base.py), not the test settings' one per request:
+    # the time is the app's and its queries', and cpu_clock can follow the backend.
     settings.DATABASES["default"]["CONN_MAX_AGE"] = None
 
 
 def cpu_clock():
-    """CPU seconds of this process plus its PostgreSQL backend's: on shared cores, steadier than
-    wall time (the wait for a core is not counted)."""
+    """CPU seconds of this process and its PostgreSQL backend: steadier than wall time here."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -98,6 +97,7 @@ ATTEMPT = f"""delivery_id: dl.id; delivery_event_occurred_at: dl.created_at; num
 origin: '{ORIGIN}'; started_at: dl.created_at; finished_at: dl.created_at; duration_ms: 40
 response_status: 204; response_body: ''; error: ''"""
 CHANNELS = "webhooks_webhookdestination c on c.store_id = ev.store_id"
+SERIES = "from generate_series(%(lo)s, %(hi)s) g"
 
 
 def insert_sql(cursor, table: str, spec: str, source: str) -> str:
@@ -114,15 +114,11 @@ def insert_sql(cursor, table: str, spec: str, source: str) -> str:
     if missing:
         raise SystemExit(f"{table}: the seed does not fill required columns {missing}")
     names = [name for name in values if name in have]
-    return (
-        f"insert into {table} ({', '.join(names)}) "
-        f"select {', '.join(values[name] for name in names)} {source}"
-    )
+    selected = ", ".join(values[name] for name in names)
+    return f"insert into {table} ({', '.join(names)}) select {selected} {source}"
 
 
-def prepare(events: int, stores: int, days: int, chunk: int) -> dict:
-    import datetime
-
+def prepare(events: int, stores: int, days: int) -> dict:
     from django.core.management import call_command
     from django.db import connection, transaction
 
@@ -139,50 +135,41 @@ def prepare(events: int, stores: int, days: int, chunk: int) -> dict:
         key = factories.make_api_key(user)
     today = datetime.datetime.now(datetime.UTC).date()
     first = today - datetime.timedelta(days=days)
-    tables = ("events_event", "webhooks_webhookdelivery", "webhooks_webhookdeliveryattempt")
+    ev, dl, at = "events_event", "webhooks_webhookdelivery", "webhooks_webhookdeliveryattempt"
     with connection.cursor() as cursor:
-        cursor.execute(
-            "select 1 from pg_partitioned_table where partrelid = %s::regclass", tables[:1]
-        )
+        cursor.execute("select 1 from pg_partitioned_table where partrelid = %s::regclass", [ev])
         partitioned = cursor.fetchone() is not None
         if partitioned:  # a row of a day without its partition would fail
             from events.partitions import partitions_ensure
 
             partitions_ensure(first, today + datetime.timedelta(days=2))
-        ev = insert_sql(cursor, tables[0], EVENT, "from generate_series(%(lo)s, %(hi)s) g")
-        dl = insert_sql(cursor, tables[1], DELIVERY, "from ev join " + CHANNELS)
-        at = insert_sql(cursor, tables[2], ATTEMPT, "from dl")
-        statement = f"with ev as ({ev} returning *), dl as ({dl} returning *) {at}"
-        params = {
-            "stores": [s.pk for s in shops],
-            "n": stores,
-            "start": datetime.datetime.combine(first, datetime.time(), datetime.UTC),
-            "step": days * 86400 / events,
-        }
+        statement = (
+            f"with ev as ({insert_sql(cursor, ev, EVENT, SERIES)} returning *), "
+            f"dl as ({insert_sql(cursor, dl, DELIVERY, 'from ev join ' + CHANNELS)} returning *) "
+            + insert_sql(cursor, at, ATTEMPT, "from dl")
+        )
+        ids, start = [s.pk for s in shops], datetime.datetime.combine(first, datetime.time())
+        params = {"stores": ids, "n": stores, "start": start.replace(tzinfo=datetime.UTC)}
+        params["step"] = days * 86400 / events  # seconds between two events
         started, database = time.monotonic(), connection.settings_dict["NAME"]
-        for lo in range(1, events + 1, chunk):
-            hi = min(events, lo + chunk - 1)
+        for lo in range(1, events + 1, CHUNK):
+            hi = min(events, lo + CHUNK - 1)
             cursor.execute(statement, {**params, "lo": lo, "hi": hi})
-            if hi == events or hi % 1_000_000 < chunk:  # a progress line per million
+            if hi == events or hi % 1_000_000 < CHUNK:  # a progress line per million
                 rate = hi / (time.monotonic() - started)
                 print(f"  {database}: {hi:,}/{events:,} events ({rate:,.0f}/s)", file=sys.stderr)
-        for table in tables:
+        for table in (ev, dl, at):
             cursor.execute(f"vacuum analyze {table}")
-    seconds = time.monotonic() - started
-    return {
-        "key": key,
-        "store": shops[0].slug,
-        "recorder": shops[-1].slug,
-        "first": str(first),
-        "partitioned": partitioned,
-        "seconds": seconds,
-    }
+    info = {"key": key, "store": shops[0].slug, "recorder": shops[-1].slug, "first": str(first)}
+    return {**info, "partitioned": partitioned, "seconds": time.monotonic() - started}
 
 
 def pages(key: str, slug: str, requests: int, explain: bool) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
     from rest_framework.test import APIClient
+
+    from events.models import Event
 
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
@@ -192,13 +179,7 @@ def pages(key: str, slug: str, requests: int, explain: bool) -> dict:
         assert response.status_code == 200, response.content
         return response.json()
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "select count(*) from events_event e join stores_store s on s.id = e.store_id "
-            "where s.slug = %s",
-            [slug],
-        )
-        (total,) = cursor.fetchone()
+    total = Event.objects.filter(store__slug=slug).count()
     # Setup, not timed: page through the public API to the middle and to 50 before the end.
     targets, cursors, seen, cursor = {"middle": total // 2, "newest": total - 50}, {}, 0, None
     for case, target in sorted(targets.items(), key=lambda item: item[1]):
@@ -207,9 +188,8 @@ def pages(key: str, slug: str, requests: int, explain: bool) -> dict:
             seen, cursor = seen + len(body["data"]), body["meta"]["next_cursor"]
         cursors[case] = cursor
     params = {"head": {}, **{case: {"cursor": c} for case, c in cursors.items()}}
-    for case in CASES:
-        for _ in range(10):  # warm-up
-            get(params[case])
+    for case in CASES * 10:  # warm-up
+        get(params[case])
     samples = {case: [] for case in CASES} | {f"{case} cpu": [] for case in CASES}
     clock = cpu_clock()
     for _ in range(requests):
@@ -249,16 +229,12 @@ def records(slug: str, count: int) -> dict:
     cpu, started = clock(), time.perf_counter()
     for n in range(count):
         one(n)
-    return {
-        "per_second": count / (time.perf_counter() - started),
-        "cpu_per_second": count / (clock() - cpu),
-    }
+    wall, cpu = time.perf_counter() - started, clock() - cpu
+    return {"per_second": count / wall, "cpu_per_second": count / cpu}
 
 
 def prune(first: str, day: int) -> dict:
     """Retention run at the moment seeded day `day` (1 = the oldest) is past the window."""
-    import datetime
-
     from django.conf import settings
 
     from events.services import events_prune
@@ -276,7 +252,7 @@ def worker(action: str, kwargs: dict) -> None:
     print(json.dumps(steps[action](**kwargs)))
 
 
-# ---------------------------------------------------------------- the orchestrating process
+# In the orchestrating process.
 
 
 class Side:
@@ -284,9 +260,8 @@ class Side:
 
     def __init__(self, name: str, checkout: Path, base_url: str, slot: int):
         self.name, self.checkout, self.slot = name, checkout, slot
-        parts = urlsplit(base_url)
         self.database = f"journal_{name.replace(' ', '_')}"
-        self.url = urlunsplit(parts._replace(path=f"/{self.database}"))
+        self.url = urlunsplit(urlsplit(base_url)._replace(path=f"/{self.database}"))
         self.info: dict = {}
 
     def start(self, action: str, **kwargs) -> subprocess.Popen:
@@ -334,7 +309,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=100, help="per page and round")
     parser.add_argument("--records", type=int, default=1_000, help="events per round")
-    parser.add_argument("--chunk", type=int, default=100_000)
     args = parser.parse_args()
     base = os.environ["DATABASE_URL"]
     checkouts = {"after": REPO, **({"before": args.compare.resolve()} if args.compare else {})}
@@ -351,9 +325,7 @@ def main() -> None:
             admin(base, f"drop database if exists {side.database}")
             admin(base, f"create database {side.database}")
             print(f"{side.name}: {events:,} events, {stores:,} stores, {side.checkout}", flush=True)
-            running[side] = side.start(
-                "prepare", events=events, stores=stores, days=args.days, chunk=args.chunk
-            )
+            running[side] = side.start("prepare", events=events, stores=stores, days=args.days)
         for side, process in running.items():
             side.info = side.finish(process)
             seconds, partitioned = side.info["seconds"], side.info["partitioned"]
@@ -388,45 +360,36 @@ def report(args, sides: dict, checkouts: dict) -> None:
         return statistics.median(row[field] for row in rows)
 
     print(
-        f"\n{args.events:,} events over {args.days} days, {args.stores:,} stores "
-        f"({args.events // args.stores:,} per store) against {args.small:,}; "
-        f"medians of {args.rounds} rounds of {args.requests} requests\n"
+        f"\n{args.events:,} events over {args.days} days in {args.stores:,} stores against ", end=""
     )
+    print(f"{args.small:,}; medians of {args.rounds} rounds ({args.requests} requests each)\n")
     print("| code | page | small: wall, CPU ms | large: wall, CPU ms | large / small: wall, CPU |")
     print("|---|---|---|---|---|")
-    for code in checkouts:
-        for case in CASES:
-            small, large = pages[code, "small"], pages[code, "large"]
-            w, c = (
-                (med(small, case), med(large, case)),
-                (med(small, f"{case} cpu"), med(large, f"{case} cpu")),
-            )
-            print(
-                f"| {code} | {case} | {w[0]:.2f}, {c[0]:.2f} | {w[1]:.2f}, {c[1]:.2f} "
-                f"| **{w[1] / w[0]:.2f}**, **{c[1] / c[0]:.2f}** |"
-            )
+    for code, case in ((code, case) for code in checkouts for case in CASES):
+        sw, lw = (med(pages[code, size], case) for size in ("small", "large"))
+        sc, lc = (med(pages[code, size], f"{case} cpu") for size in ("small", "large"))
+        print(f"| {code} | {case} | {sw:.2f}, {sc:.2f} | {lw:.2f}, {lc:.2f} ", end="")
+        print(f"| **{lw / sw:.2f}**, **{lc / sc:.2f}** |")
     print("\n| code | one day's retention: s (rounds) | removed | recorded/s: wall, CPU (rounds) |")
     print("|---|---|---|---|")
     for code in checkouts:
-        rounds = ", ".join(f"{p['seconds']:.3f}" for p in prunes[code])
-        removed = ", ".join(format(p["removed"], ",") for p in prunes[code])
-        each = ", ".join(f"{r['per_second']:.0f}" for r in rates[code])
-        print(
-            f"| {code} | {med(prunes[code], 'seconds'):.3f} ({rounds}) | {removed} "
-            f"| {med(rates[code], 'per_second'):.0f}, "
-            f"{med(rates[code], 'cpu_per_second'):.0f} ({each}) |"
-        )
+        prune, rate = prunes[code], rates[code]
+        print(f"| {code} | {med(prune, 'seconds'):.3f} (", end="")
+        print(", ".join(f"{p['seconds']:.3f}" for p in prune), end=") | ")
+        print(", ".join(format(p["removed"], ",") for p in prune), end=" | ")
+        print(f"{med(rate, 'per_second'):.0f}, {med(rate, 'cpu_per_second'):.0f} (", end="")
+        print(", ".join(f"{r['per_second']:.0f}" for r in rate), end=") |\n")
     if "before" in checkouts:
-        after, before = prunes["after"], prunes["before"]
-        print(
-            f"\nretention time after / before: {med(after, 'seconds') / med(before, 'seconds'):.4f}"
-        )
-        after, before = rates["after"], rates["before"]
+        ratio = med(prunes["after"], "seconds") / med(prunes["before"], "seconds")
+        print(f"\nretention time after / before: {ratio:.4f}")
         for field in ("per_second", "cpu_per_second"):
-            ratio = med(after, field) / med(before, field)
+            ratio = med(rates["after"], field) / med(rates["before"], field)
             print(f"record rate after / before ({field}): {ratio:.2f} (goal >= 0.9)")
-    for code, plan in plans.items():
-        print(f"\nplan of the middle page's journal query, {code}, large:\n{plan}")
+    for code, plan in plans.items():  # up to the first scan, and how many scans there are
+        lines = plan.splitlines()
+        scans = [n for n, line in enumerate(lines) if " Scan " in line]
+        shown = "\n".join(lines[: scans[0] + 2])
+        print(f"\nmiddle page's journal query, {code}, large ({len(scans)} scans):\n{shown}")
 
 
 if __name__ == "__main__":
