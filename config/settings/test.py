@@ -51,6 +51,9 @@ CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
     **worker_heartbeat_schedule(WORKER_HEARTBEAT_SECONDS),
 }
+# Today and tomorrow, not production's week ahead: every test's flush truncates each
+# partition, and every journal and delivery query plans them all (docs/decisions/suite.md).
+EVENTS_PARTITIONS_AHEAD = 1
 # Test-only management commands (tests/harness: flush retried when it loses a deadlock to a
 # running Celery worker), from a checkout: the wheel's packaging test uses these settings
 # without the tests.
