@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
-from django.db import ProgrammingError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, ProgrammingError, connection, connections, transaction
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from psycopg import errors
@@ -53,14 +53,14 @@ def _tables() -> list[str]:
     return [EVENTS_TABLE, *(entry.table for entry in ALONGSIDE)]
 
 
-def partitions_ensure(first_day: date, last_day: date) -> int:
+def partitions_ensure(first_day: date, last_day: date, *, using: str = DEFAULT_DB_ALIAS) -> int:
     """Creates every missing day partition from `first_day` to `last_day` (inclusive) of the
     journal and the tables alongside it; returns how many days it created. Idempotent, and safe
     to run concurrently; each day is a short transaction of its own."""
     created = 0
     day = first_day
     while day <= last_day:
-        with transaction.atomic(), connection.cursor() as cursor:
+        with transaction.atomic(using=using), connections[using].cursor() as cursor:
             cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             # Runs take turns: IF NOT EXISTS does not see a table another transaction is
             # still creating, and would then fail on its name.
