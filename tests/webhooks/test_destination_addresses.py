@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.servers import wait_for
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
 from tests.webhooks.helpers import destination_for, record_order_completed
 from webhooks.attempts import delivery_send
@@ -387,4 +388,10 @@ def test_stalled_lookups_do_not_hold_up_later_puts(
 
     unresponsive_name_server.release()
     FakeDns(monkeypatch, PUBLIC_IPV4)
-    assert put(auth_client).status_code == 201
+    # The released lookups end a moment later (their getaddrinfo returns): until then the
+    # store's lookups are at their bound and a save is refused at once (ResolverBusy).
+    wait_for(
+        lambda: put(auth_client).status_code == 201,
+        timeout=5,
+        what="a save resolving once the name server answers again",
+    )
