@@ -41,6 +41,7 @@ def day_partitions_trim(database: str) -> None:
     partition), and no flush or query pays for a finished test's days."""
     today = timezone.now().date()
     kept = {today + timedelta(days=n) for n in range(settings.EVENTS_PARTITIONS_AHEAD + 1)}
+    dropped = False
     with connections[database].cursor() as cursor:
         # attempts, deliveries, then events (no foreign keys between them, but that order
         # is retention's)
@@ -48,8 +49,9 @@ def day_partitions_trim(database: str) -> None:
             for partition in partitions_list(cursor, table):
                 if partition.day not in kept:
                     cursor.execute(f"DROP TABLE IF EXISTS {partition.name}")
-    # A migration test leaves today and tomorrow in a legacy partition, dropped above.
-    partitions_ensure(min(kept), max(kept), using=database)
+                    dropped = True
+    if dropped:  # a migration test leaves today and tomorrow in a legacy partition
+        partitions_ensure(min(kept), max(kept), using=database)
 
 
 class Command(flush.Command):
