@@ -6,22 +6,15 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection, transaction
-from django.db.migrations.executor import MigrationExecutor
 
 from coupons.models import Coupon
 from coupons.serializers import CouponSerializer
 from coupons.services import coupon_apply
 from tests.factories import StoreFactory
+from tests.migrations import migrate
 
 BEFORE = [("coupons", "0002_list_totals")]
 AFTER = [("coupons", "0003_whole_coupon")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.utils import timezone
 
@@ -19,6 +18,7 @@ from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.concurrency import run_at_once
 from tests.events.helpers import record_committed
 from tests.factories import WebhookChannelFactory, events_age
+from tests.migrations import migrate
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryTotal
 
 PLAIN = [("events", "0002_event_positions"), ("webhooks", "0011_channels")]
@@ -120,12 +120,6 @@ def test_an_event_for_a_day_without_a_partition_fails(store):
             occurred_at=long_ago,
         )
     assert not Event.objects.exists()
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -7,24 +7,16 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from tests.factories import UserFactory
+from tests.migrations import migrate, migrate_to_latest
 from tests.webhooks.helpers import record_order_completed
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSigningSecret
 from webhooks.selectors import signing_secrets
 
 BEFORE = [("webhooks", "0010_destination_write_records_withhold")]
 AFTER = [("webhooks", "0011_channels")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
@@ -88,7 +80,7 @@ def test_destinations_become_channels_with_nothing_lost(store, other_store):
         # when
         migrate(AFTER)
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()
 
     # then: the same rows, now channels, with the store's secret and its grace
     channel = WebhookChannel.objects.get(pk=live.pk)
