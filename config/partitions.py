@@ -12,6 +12,7 @@ converted table keeps its rows in one partition of its own, `<table>_legacy`, fo
 import logging
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -23,6 +24,19 @@ LOCK_TIMEOUT = "2s"
 LEGACY_SUFFIX = "_legacy"
 _DAY_NAME = re.compile(r"_p(\d{8})$")
 _BOUND = re.compile(r"FROM \('([^']+)'\) TO \('([^']+)'\)")
+
+
+@contextmanager
+def _transaction(cursor):
+    """One explicit transaction on a cursor in autocommit (the migrations are not atomic, so
+    their scans run outside it): committed at the end, rolled back on any error."""
+    cursor.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        cursor.execute("ROLLBACK")
+        raise
+    cursor.execute("COMMIT")
 
 
 def day_start(day: date) -> datetime:
@@ -140,8 +154,7 @@ def table_partition_by_day(
             f"ON {table} ({primary_key}, {key})"
         )
     started = time.monotonic()
-    cursor.execute("BEGIN")
-    try:
+    with _transaction(cursor):
         cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
         cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         for statement in before_swap:
@@ -159,10 +172,6 @@ def table_partition_by_day(
             cursor.execute(partition_create_sql(table, first_day + timedelta(days=offset)))
         for statement in after_swap:
             cursor.execute(statement)
-        cursor.execute("COMMIT")
-    except BaseException:
-        cursor.execute("ROLLBACK")
-        raise
     locked = time.monotonic() - started
     logger.info("%s partitioned by day on %s: locked for %.0f ms", table, key, locked * 1000)
     return locked
@@ -236,8 +245,7 @@ def table_unpartition(
     """The reverse of `table_partition_by_day` (a migration rolled back): a plain `table` with
     the rows of every partition, its primary key back on `primary_key` alone, and the same
     names. It copies the rows under the lock: for a rollback, not for a live journal."""
-    cursor.execute("BEGIN")
-    try:
+    with _transaction(cursor):
         cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         for statement in before_swap:
             cursor.execute(statement)
@@ -279,7 +287,3 @@ def table_unpartition(
             cursor.execute(f"DROP TABLE {parted}")
         for statement in after_swap:
             cursor.execute(statement)
-        cursor.execute("COMMIT")
-    except BaseException:
-        cursor.execute("ROLLBACK")
-        raise
