@@ -177,6 +177,19 @@ def table_partition_by_day(
     return locked
 
 
+def _aside(cursor, *, table: str, suffix: str, indexes, constraints) -> None:
+    """Renames `table` to `<table><suffix>`, and its indexes and unique constraints likewise
+    (their names are schema-wide): the names are free for the table that takes its place."""
+    cursor.execute(f"ALTER TABLE {table} RENAME TO {table}{suffix}")
+    for name, _ in indexes:
+        cursor.execute(f"ALTER INDEX {name} RENAME TO {name[:56]}{suffix}")
+    for name, kind, _ in constraints:
+        if kind == "u":
+            cursor.execute(
+                f"ALTER TABLE {table}{suffix} RENAME CONSTRAINT {name} TO {name[:56]}{suffix}"
+            )
+
+
 def _swap(cursor, *, table: str, key: str, primary_key: str, keep: bool) -> None:
     """Renames `table` and its index-backed names to the legacy ones and creates the
     partitioned `table` in its place, with every name the models' migrations know. An identity
@@ -194,16 +207,12 @@ def _swap(cursor, *, table: str, key: str, primary_key: str, keep: bool) -> None
     for (column,) in cursor.fetchall():
         cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s))", [table, column])
         identities[column] = cursor.fetchone()[0]
-    cursor.execute(f"ALTER TABLE {table} RENAME TO {legacy}")
+    _aside(cursor, table=table, suffix=LEGACY_SUFFIX, indexes=indexes, constraints=constraints)
     for column in identities:
         cursor.execute(f"ALTER TABLE {legacy} ALTER COLUMN {column} DROP IDENTITY")
-    for name, _ in indexes:
-        cursor.execute(f"ALTER INDEX {name} RENAME TO {name[:56]}_legacy")
     for name, kind, _ in constraints:
         if kind == "p":
             cursor.execute(f"ALTER TABLE {legacy} DROP CONSTRAINT {name}")
-        elif kind == "u":
-            cursor.execute(f"ALTER TABLE {legacy} RENAME CONSTRAINT {name} TO {name[:56]}_legacy")
     if keep:
         cursor.execute(
             f"ALTER TABLE {legacy} ADD CONSTRAINT {legacy}_pkey "
@@ -254,12 +263,7 @@ def table_unpartition(
         cursor.execute("SELECT pg_get_serial_sequence(%s, %s) IS NOT NULL", [table, primary_key])
         sequence = cursor.fetchone()[0]
         parted = f"{table}_parted"
-        cursor.execute(f"ALTER TABLE {table} RENAME TO {parted}")
-        for name, _ in indexes:
-            cursor.execute(f"ALTER INDEX {name} RENAME TO {name[:56]}_parted")
-        for name, kind, _ in constraints:
-            if kind == "u":
-                cursor.execute(f"ALTER TABLE {parted} RENAME CONSTRAINT {name} TO {name[:56]}_p")
+        _aside(cursor, table=table, suffix="_parted", indexes=indexes, constraints=constraints)
         cursor.execute(f"ALTER TABLE {parted} DROP CONSTRAINT {table}_pkey")
         cursor.execute(
             f"CREATE TABLE {table} (LIKE {parted} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
