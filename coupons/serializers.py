@@ -104,6 +104,28 @@ COUPON_UPDATED_EXAMPLE = {
 }
 
 
+# The coupon's fields in the spec's order ("Coupon (v1)"), then issue 32's: the response's keys.
+RESPONSE_FIELDS = (
+    "id",
+    "code",
+    "type",
+    "discount",
+    "limit",
+    "store_wide",
+    "minimum_amount",
+    "expires_at",
+    "maximum_discount_amount",
+    "applies_to",
+    "subscription_payments",
+    "products",
+    "product_variants",
+    "created_at",
+    "updated_at",
+    "store_id",
+    "deleted_at",
+)
+
+
 # The item of the paginated list (GET /api/v1/coupons builds its page example from it).
 @extend_schema_serializer(examples=[response_example("Coupon", COUPON_EXAMPLE)])
 class CouponSerializer(serializers.ModelSerializer):
@@ -114,26 +136,7 @@ class CouponSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Coupon
-        # Request order first: a body's errors are listed (and `param` chosen) in this order.
-        fields = [
-            "id",
-            "code",
-            "type",
-            "discount",
-            "store_wide",
-            "limit",
-            "minimum_amount",
-            "expires_at",
-            "maximum_discount_amount",
-            "applies_to",
-            "subscription_payments",
-            "products",
-            "product_variants",
-            "created_at",
-            "updated_at",
-            "store_id",
-            "deleted_at",
-        ]
+        fields = RESPONSE_FIELDS
         read_only_fields = fields
 
     def to_representation(self, coupon: Coupon | dict) -> dict:
@@ -154,26 +157,6 @@ class CouponSerializer(serializers.ModelSerializer):
         return representation
 
 
-# The response's fields, in its order.
-RESPONSE_FIELDS = (
-    "id",
-    "code",
-    "type",
-    "discount",
-    "limit",
-    "store_wide",
-    "minimum_amount",
-    "expires_at",
-    "maximum_discount_amount",
-    "applies_to",
-    "subscription_payments",
-    "products",
-    "product_variants",
-    "created_at",
-    "updated_at",
-    "store_id",
-    "deleted_at",
-)
 # Each one's key in a listed coupon's dict.
 LISTED_KEYS = [
     (name, LISTED_TIMESTAMPS.get(name) or LISTED_AMOUNTS.get(name) or name)
@@ -249,6 +232,12 @@ class CouponWriteSerializer(CouponSerializer):
         "variant. Kept as references (docs/decisions/coupons.md).",
     )
     product_variants = ProductIdsField(required=False, help_text="Ids of product variants.")
+
+    def get_fields(self) -> dict:
+        # Required fields first, then the others in the coupon's order: the spec's POST row, the
+        # order a body's errors are listed in (and `param` chosen from).
+        fields = super().get_fields()
+        return dict(sorted(fields.items(), key=lambda item: not item[1].required))
 
     def validate(self, attrs: dict) -> dict:
         # PATCH merges over the stored coupon (switching `type` to PERCENTAGE over a stored
