@@ -46,15 +46,13 @@ class StrictBooleanFilter(django_filters.Filter):
     def __init__(self, *, description: str, **kwargs):
         super().__init__(**kwargs)
         # drf-spectacular takes an annotated filter's whole parameter schema, description
-        # included, from its annotation.
-        extend_schema_field(
-            {
-                "type": "string",
-                "enum": list(BOOLEAN_VALUES),
-                "description": f"{description} Exactly true, false, 1 or 0; anything else is a "
-                "422.",
-            }
-        )(self)
+        # included, from its annotation; a single coupon's read states it as a parameter.
+        self.parameter_schema = {
+            "type": "string",
+            "enum": list(BOOLEAN_VALUES),
+            "description": f"{description} Exactly true, false, 1 or 0; anything else is a 422.",
+        }
+        extend_schema_field(self.parameter_schema)(self)
 
     def __deepcopy__(self, memo):
         # Each FilterSet (each list request) copies its filters; deep copies, of the schema

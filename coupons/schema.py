@@ -20,6 +20,7 @@ from coupons.bodies import (
     CouponBatchUpdateRequest,
     CouponSearchRequest,
 )
+from coupons.filters import CouponListFilter
 from coupons.serializers import (
     COUPON_AMOUNT_CREATE_EXAMPLE,
     COUPON_CREATE_EXAMPLE,
@@ -34,6 +35,11 @@ from coupons.services import BATCH_MAX
 
 # The router's path regex would give `id` the schema of a string of digits; the spec says integer.
 COUPON_ID_PARAMETER = OpenApiParameter("id", int, OpenApiParameter.PATH)
+# The list's `with_trashed` and `only_trashed`, as a single coupon's read takes them too.
+TRASHED_PARAMETERS = [
+    OpenApiParameter(name, filter.parameter_schema, OpenApiParameter.QUERY)
+    for name, filter in CouponListFilter.base_filters.items()
+]
 COUPON_ENVELOPE = data_envelope("CouponEnvelope", CouponSerializer)
 COUPONS_ENVELOPE = data_envelope("CouponsEnvelope", CouponSerializer, many=True)
 SEARCH_EXAMPLE = {
@@ -102,10 +108,12 @@ def coupon_schema(*, version: int):
         ),
         retrieve=extend_schema(
             operation_id=op("retrieve"),
-            parameters=[COUPON_ID_PARAMETER],
-            summary="A live coupon of the store",
-            description=f"A soft-deleted coupon, or another store's, is a 404. {auth}",
-            responses={200: single(), **error_responses(403, 404)},
+            parameters=[COUPON_ID_PARAMETER, *TRASHED_PARAMETERS],
+            summary="A coupon of the store",
+            description="A live coupon; a soft-deleted one with `with_trashed=true` or "
+            "`only_trashed=true`, as the list reads them (`only_trashed`: a live coupon is a "
+            f"404). Otherwise a soft-deleted coupon, or another store's, is a 404. {auth}",
+            responses={200: single(), **error_responses(403, 404, 422)},
             examples=[example("Coupon", COUPON_EXAMPLE)],
         ),
         update=extend_schema(

@@ -79,11 +79,17 @@ def coupon_listing(coupons: CouponQuerySet, *, store: Store, trashed: str) -> Co
     all (`with`) or the deleted ones (`only`), counted by the store's maintained total of that
     listing (O(1), config/list_totals.py) rather than by a count of its rows (`counted_by`,
     which LaravelPagination reads)."""
+    return counted_by(coupons_trashed(coupons, trashed), coupon_total(store=store, trashed=trashed))
+
+
+def coupons_trashed(coupons: CouponQuerySet, trashed: str) -> CouponQuerySet:
+    """`coupons` narrowed to the live ones (`without`), all (`with`) or the deleted ones
+    (`only`): what `with_trashed` and `only_trashed` ask for (coupons/filters.py)."""
     if trashed == TRASHED_ONLY:
-        coupons = coupons.deleted()
-    elif trashed == TRASHED_WITHOUT:
-        coupons = coupons.live()
-    return counted_by(coupons, coupon_total(store=store, trashed=trashed))
+        return coupons.deleted()
+    if trashed == TRASHED_WITHOUT:
+        return coupons.live()
+    return coupons
 
 
 def coupon_total(*, store: Store, trashed: str) -> RawSQL:
@@ -101,11 +107,7 @@ def coupon_search(
     maintained total counts them all). An empty search is the listing itself."""
     if not search.condition and search.order_by == ("id",):
         return coupon_listing(coupons, store=store, trashed=trashed)
-    if trashed == TRASHED_ONLY:
-        coupons = coupons.deleted()
-    elif trashed == TRASHED_WITHOUT:
-        coupons = coupons.live()
-    found = coupons.filter(search.condition)
+    found = coupons_trashed(coupons, trashed).filter(search.condition)
     return counted_by(found.order_by(*search.order_by), _rows_counted(found))
 
 
@@ -121,9 +123,12 @@ def _rows_counted(coupons: CouponQuerySet) -> RawSQL:
     return RawSQL(counted, params, output_field=BigIntegerField())  # noqa: S611
 
 
-def coupon_get(*, store: Store, coupon_id: int) -> Coupon:
-    """A live coupon of `store`; another store's or a deleted coupon is a 404 alike."""
-    coupon = Coupon.objects.live().filter(store=store, pk=coupon_id).first()
+def coupon_get(*, store: Store, coupon_id: int, trashed: str = TRASHED_WITHOUT) -> Coupon:
+    """A coupon of `store`, live unless `trashed` says otherwise (a read with `with_trashed` or
+    `only_trashed`); another store's coupon, or one outside `trashed`, is a 404 alike."""
+    coupon = (
+        coupons_trashed(Coupon.objects.all(), trashed).filter(store=store, pk=coupon_id).first()
+    )
     if coupon is None:
         raise NotFound("No such coupon in this store.")
     coupon.store = store

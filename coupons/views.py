@@ -70,7 +70,19 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
         return self.one(coupon, status.HTTP_201_CREATED)
 
     def retrieve(self, request, id: str):
-        return self.one(self.get_object())
+        # `with_trashed` / `only_trashed` as the list reads them, so a coupon listed with them
+        # can be read (as Laravel Orion's show); writes stay on live coupons.
+        coupon_id = int(self.kwargs["id"])
+        return self.one(
+            coupon_get(store=request.store, coupon_id=coupon_id, trashed=self.trashed())
+        )
+
+    def trashed(self) -> str:
+        """What the query's `with_trashed` and `only_trashed` ask for; malformed: a 422."""
+        listing = DjangoFilterBackend().get_filterset(self.request, self.get_queryset(), self)
+        if not listing.is_valid():
+            raise translate_validation(listing.errors)
+        return listing.trashed()
 
     @idempotent(operation="coupons.replace", replayed_statuses=[200, 404, 422])
     def update(self, request, id: str):
@@ -96,12 +108,8 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
         """The list's queryset, FilterSet (with_trashed, only_trashed as query parameters) and
         paginator, narrowed and ordered by the body."""
         search = bodies.search_body(request.data)
-        coupons = self.get_queryset()
-        listing = DjangoFilterBackend().get_filterset(request, coupons, self)
-        if not listing.is_valid():
-            raise translate_validation(listing.errors)
         coupons = coupon_search(
-            coupons, store=request.store, trashed=listing.trashed(), search=search
+            self.get_queryset(), store=request.store, trashed=self.trashed(), search=search
         )
         page = self.paginate_queryset(coupons)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -184,6 +184,47 @@ def test_delete_is_soft_204_then_404_everywhere(store, auth_client):
     assert UTC_TIMESTAMP.match(listed[0]["deleted_at"])
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_deleted_coupon_is_read_with_with_trashed_or_only_trashed(version, store, auth_client):
+    deleted = CouponFactory(store=store, deleted_at=timezone.now())
+    live = CouponFactory(store=store)
+    url = f"/api/v{version}/coupons/{{}}"
+
+    def read(coupon, query=""):
+        response = auth_client.get(url.format(coupon.id) + query)
+        body = response.json()
+        return response.status_code, body.get("data", body) if version == 2 else body
+
+    assert read(deleted)[0] == 404
+    for query in ("?with_trashed=true", "?with_trashed=1", "?only_trashed=true"):
+        status, coupon = read(deleted, query)
+        assert status == 200, query
+        assert coupon["id"] == deleted.id
+        assert UTC_TIMESTAMP.match(coupon["deleted_at"])
+    assert read(deleted, "?with_trashed=false")[0] == 404
+    assert read(live, "?with_trashed=true") == (200, read(live)[1])
+    # only_trashed wins over with_trashed, as on the list: a live coupon is not in it.
+    assert read(live, "?only_trashed=true&with_trashed=true")[0] == 404
+    # Writes stay on live coupons.
+    assert (
+        auth_client.patch(url.format(deleted.id) + "?with_trashed=true", {"limit": 2}).status_code
+        == 404
+    )
+
+
+@pytest.mark.parametrize("query", ["with_trashed=yes", "only_trashed=", "with_trashed=TRUE"])
+def test_a_malformed_trashed_parameter_on_a_read_is_a_422_naming_it(query, store, auth_client):
+    coupon = CouponFactory(store=store, deleted_at=timezone.now())
+    response = auth_client.get(f"/api/v1/coupons/{coupon.id}?{query}")
+    assert response.status_code == 422
+    assert response.json()["param"] == query.split("=")[0]
+
+
+def test_another_stores_deleted_coupon_is_404_with_with_trashed(other_store, auth_client):
+    coupon = CouponFactory(store=other_store, deleted_at=timezone.now())
+    assert auth_client.get(f"/api/v1/coupons/{coupon.id}?with_trashed=true").status_code == 404
+
+
 def test_code_is_reusable_after_delete(store, auth_client):
     first = auth_client.post("/api/v1/coupons", VALID).json()
     assert auth_client.post("/api/v1/coupons", {**VALID, "code": "welcome"}).status_code == 422
