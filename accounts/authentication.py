@@ -100,7 +100,7 @@ class BearerAuthentication(BaseAuthentication):
         kept = identity_kept(token_hash)
         counted = kept is None and _counted_unless_known(request, token_hash)
         try:
-            identity, rate = self._current_identity(token_hash, kept)
+            identity, rate = self._current_identity(request._request, token_hash, kept)
         except AuthenticationFailed:
             identity_forget(token_hash)
             if not counted:
@@ -111,12 +111,12 @@ class BearerAuthentication(BaseAuthentication):
         self.identity_used(identity)
         return identity.user, identity.credential
 
-    def _current_identity(self, token_hash: str, kept: Identity | None):
+    def _current_identity(self, http_request, token_hash: str, kept: Identity | None):
         """(identity, rate-limit state): the kept identity while its epochs are unchanged,
         else the database's."""
         asked = False
         if kept is not None and not kept.expired(timezone.now()):
-            rate, asked = _consume(kept), True
+            rate, asked = _consume(http_request, kept), True
             if rate is not None and rate.epochs is not None and rate.epochs == kept.epochs:
                 return kept, rate
         identity = self.identity_read(token_hash)
@@ -128,7 +128,7 @@ class BearerAuthentication(BaseAuthentication):
         else:
             # The first request of this credential here: its epochs are read after its rows,
             # so they confirm nothing; kept unconfirmed, the next request reads again.
-            rate = _consume(identity)
+            rate = _consume(http_request, identity)
         if rate is not None and rate.epochs is not None:
             identity_keep(identity)
         return identity, rate
@@ -137,12 +137,19 @@ class BearerAuthentication(BaseAuthentication):
         return KEYWORD
 
 
-def _consume(identity: Identity) -> RateLimitState | None:
-    return rate_limit_consume(
-        f"cred:{identity.credential.rate_limit_key}",
-        settings.API_RATE_LIMIT_PER_MINUTE,
-        epoch_keys=identity.epoch_keys,
+def _consume(http_request, identity: Identity) -> RateLimitState | None:
+    """The request's count against its credential's budget, taken once per request: a read
+    answered a second time on a new database connection (config.db.ReadFailoverMiddleware)
+    authenticates again, and is given its first count (and the epochs read with it)."""
+    key = f"cred:{identity.credential.rate_limit_key}"
+    counted = getattr(http_request, "credential_rate_counted", None)
+    if counted is not None and counted[0] == key:
+        return counted[1]
+    rate = rate_limit_consume(
+        key, settings.API_RATE_LIMIT_PER_MINUTE, epoch_keys=identity.epoch_keys
     )
+    http_request.credential_rate_counted = (key, rate)
+    return rate
 
 
 class ApiKeyAuthentication(BearerAuthentication):
