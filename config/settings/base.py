@@ -197,8 +197,6 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_THROTTLE_CLASSES": ["config.api.ratelimit.CredentialRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # DRF's negotiation, answered at once when the request states no preference.
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.ApiContentNegotiation",
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONObjectParser"],
     "DEFAULT_SCHEMA_CLASS": "config.api.schema.StorefrontAutoSchema",
     "EXCEPTION_HANDLER": "config.api.errors.api_exception_handler",
