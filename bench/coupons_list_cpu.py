@@ -7,6 +7,11 @@ and Redis) is far steadier. Run under bin/with-test-services:
 
     bin/with-test-services .venv/bin/python bench/coupons_list_cpu.py
     bin/with-test-services .venv/bin/python bench/coupons_list_cpu.py --compare /tmp/coupons-before
+    bin/with-test-services .venv/bin/python bench/coupons_list_cpu.py --compare . \
+        --options '{"server_side_binding": true, "prepare_threshold": 0}'
+
+`--options` adds a JSON object to the database's OPTIONS of this checkout's processes only
+(bench/coupons_settings.py): with `--compare .` it times a driver option against the same code.
 
 Each round times every request in a fresh process, the requests in alternating order (ours
 before the peer's, then after); each checkout is timed in its own process, alternating too.
@@ -62,15 +67,19 @@ URLS = [
 TRIVIAL_TARGETS = {"ping-auth": "50%", "limit=15": "33%"}
 
 
-def time_checkout(repo: Path, key: str, token: str, urls: list, cpu: bool) -> dict[str, float]:
+def time_checkout(
+    repo: Path, key: str, token: str, urls: list, cpu: bool, options: str | None = None
+) -> dict[str, float]:
     script = f"URLS = {urls!r}\nCPU = {cpu}\n{CPU_PER_REQUEST}\n{TIMING}"
-    return run_timing_in(repo, script, key, token)
+    env = {"BENCH_DATABASE_OPTIONS": options} if options else None
+    return run_timing_in(repo, script, key, token, env=env)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--compare", type=Path, help="a checkout of the code before a change")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--options", help="JSON added to the database OPTIONS of 'after' only")
     parser.add_argument("--coupons", type=int, default=1_000)
     parser.add_argument(
         "--cpu",
@@ -90,7 +99,8 @@ def main() -> None:
         for name in names:
             # An older checkout has no peer view: time only our requests there.
             wanted = urls if name == "after" else [u for u in urls if u[2] == "ours"]
-            best[name].append(time_checkout(checkouts[name], key, token, wanted, args.cpu))
+            options = args.options if name == "after" else None
+            best[name].append(time_checkout(checkouts[name], key, token, wanted, args.cpu, options))
     measure = "CPU time (Django + PostgreSQL backend)" if args.cpu else "wall time"
     print(
         f"{args.coupons} coupons; {measure}, median over {args.rounds} rounds of best-of-15 x 20\n"
