@@ -73,12 +73,15 @@ def bench_environment(repo: Path = REPO) -> dict[str, str]:
     return env
 
 
-def run_timing_in(repo: Path, script: str, *args: str) -> dict[str, float]:
+def run_timing_in(
+    repo: Path, script: str, *args: str, env: dict[str, str] | None = None
+) -> dict[str, float]:
     """Runs a timing `script` (it prints one `label seconds` line per request) with checkout
-    `repo`'s code under the bench settings, in a process of its own; seconds per label."""
+    `repo`'s code under the bench settings (and `env`), in a process of its own; seconds per
+    label."""
     out = subprocess.run(
         [str(repo / ".venv" / "bin" / "python"), "-c", script, *args],
-        env={**bench_environment(repo), "ALLOWED_HOSTS": "127.0.0.1"},
+        env={**bench_environment(repo), "ALLOWED_HOSTS": "127.0.0.1", **(env or {})},
         cwd=repo,
         check=True,
         capture_output=True,
