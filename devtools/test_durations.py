@@ -15,7 +15,8 @@ TARGET = ROOT / "tests" / "durations.json"
 
 
 def test_file(classname: str) -> str:
-    """`tests.api.test_x` or `tests.api.test_x.TestClass` -> `tests/api/test_x.py`."""
+    """The file of a JUnit class name: the module's dotted path, with a class name after it
+    when the test is a method."""
     parts = classname.split(".")
     for end in range(len(parts), 0, -1):
         path = "/".join(parts[:end]) + ".py"

@@ -18,8 +18,10 @@ MEAN_TEST_SECONDS = 0.7
 
 
 def longest_files_first(items: list) -> None:
-    """Sorts `items` in place by their file's recorded seconds, longest first; a file's tests
-    keep their order (a stable sort on the file alone)."""
+    """Sorts `items` in place by their file's recorded seconds, longest first, then by path:
+    files of equal seconds must not interleave (pytest-django has already ordered the tests of
+    all files by their kind of database use); a file's tests keep their order (a stable sort on
+    the file alone)."""
     recorded = json.loads(DURATIONS.read_text())
     counts = Counter(item.nodeid.split("::")[0] for item in items)
 
@@ -27,4 +29,4 @@ def longest_files_first(items: list) -> None:
         path = item.nodeid.split("::")[0]
         return recorded.get(path, counts[path] * MEAN_TEST_SECONDS)
 
-    items.sort(key=lambda item: -seconds(item))
+    items.sort(key=lambda item: (-seconds(item), item.nodeid.split("::")[0]))

@@ -83,16 +83,31 @@ def test_the_files_start_longest_first_and_xdist_keeps_that_order(request):
         sorted(recorded, key=recorded.get)[len(recorded) // 2],
         sorted(recorded, key=recorded.get)[0],
     )
-    new = "tests/test_not_recorded_yet.py"  # 100 tests at the mean: after the longest
+    # two files not recorded, 50 tests each at the mean (35 s: after the longest), whose
+    # tests come interleaved (pytest-django orders all tests by their kind of database use)
+    new_a, new_b = "tests/test_a_not_recorded.py", "tests/test_b_not_recorded.py"
     collected = [
         SimpleNamespace(nodeid=f"{path}::test_{n}")
-        for path, count in ((shortest, 2), (middle, 2), (new, 100), (longest, 2))
+        for path, count in ((shortest, 2), (middle, 2), (longest, 2))
         for n in range(count)
+    ]
+    collected[2:2] = [
+        SimpleNamespace(nodeid=f"{path}::test_{n}") for n in range(50) for path in (new_b, new_a)
     ]
     longest_files_first(collected)
     files = [item.nodeid.split("::")[0] for item in collected]
-    assert list(dict.fromkeys(files)) == [longest, new, middle, shortest]
-    assert [item.nodeid for item in collected][:2] == [f"{longest}::test_0", f"{longest}::test_1"]
+    assert [path for path, _ in itertools.groupby(files)] == [
+        longest,
+        new_a,
+        new_b,
+        middle,
+        shortest,
+    ]
+    assert [item.nodeid for item in collected][:3] == [
+        f"{longest}::test_0",
+        f"{longest}::test_1",
+        f"{new_a}::test_0",
+    ]
     # and this run's own collection is so ordered (all of it when the whole suite runs)
     run = [item.nodeid.split("::")[0] for item in request.session.items]
     starts = list(dict.fromkeys(run))
