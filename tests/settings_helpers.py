@@ -6,9 +6,8 @@ import json
 import os
 import secrets
 import subprocess
+import sys
 from pathlib import Path
-
-from tests.fresh_python import fresh_python
 
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM_KEY = secrets.token_urlsafe(50)
@@ -18,8 +17,14 @@ LOAD_SETTINGS = (
 
 
 def run_python(script: str, *, env: dict, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    """`python -c script` as a new process under `env` (tests/fresh_python.py)."""
-    return fresh_python(["-c", script], env=env, cwd=cwd, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 # The environment docs/production.md documents (REDIS_URL and DATABASE_URL: the test ones).
@@ -54,5 +59,11 @@ def settings_of(environment: dict, *names: str) -> dict:
 
 
 def manage(*args: str, environment: dict) -> subprocess.CompletedProcess:
-    """`python manage.py args` as a new process under `environment` (tests/fresh_python.py)."""
-    return fresh_python(["manage.py", *args], env=environment, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
