@@ -20,6 +20,7 @@ from oauth_cli.services import cli_application_ensure
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
+from tests.ordering import longest_files_first
 from tests.servers import SentryIngest, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import queueing as webhook_queueing
@@ -46,10 +47,12 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(items):
     """schemathesis names its items `test[METHOD path]` but gives all of them the function's
     node id; pytest-xdist schedules by node id, and ran one operation of the contract run out of
-    30. Each such item gets the node id its name says (pytest 9 keeps it in `_id`)."""
+    30. Each such item gets the node id its name says (pytest 9 keeps it in `_id`). Then the
+    files are ordered longest first (tests/ordering.py)."""
     for item in items:
         if item.nodeid != f"{item.parent.nodeid}::{item.name}":
             item._id = item.parent.id.child(item.name)
+    longest_files_first(items)
 
 
 @pytest.hookimpl(wrapper=True)

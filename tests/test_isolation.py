@@ -3,8 +3,12 @@ scheduling lock, under workers that stay up across tests, are in another Redis d
 each pytest-xdist worker has databases of its own. And the clock the rate limiter reads stands
 still in every test that does not opt out."""
 
+import itertools
+import json
 import os
 import time
+from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 import redis
@@ -14,6 +18,7 @@ from django.core.cache import cache
 from config.api import ratelimit
 from config.beat import BEAT_LOCK_KEY
 from config.celery import app
+from tests.ordering import DURATIONS, MEAN_TEST_SECONDS, longest_files_first
 from tests.settings_helpers import run_python
 
 QUEUE = "suite-isolation-probe"
@@ -66,6 +71,50 @@ def test_every_collected_test_has_a_node_id_of_its_own(request):
     # pytest-xdist schedules by node id: two tests sharing one would run once
     node_ids = [item.nodeid for item in request.session.items]
     assert len(node_ids) == len(set(node_ids))
+
+
+def test_the_files_start_longest_first_and_xdist_keeps_that_order(request):
+    # pytest-xdist's loadfile hands out files in the collection's order unless it reorders them
+    # by number of tests, which sent the few long fault and image tests last (tests/ordering.py)
+    assert request.config.getoption("loadscopereorder") is False
+    recorded = json.loads(DURATIONS.read_text())
+    longest, middle, shortest = (
+        sorted(recorded, key=recorded.get)[-1],
+        sorted(recorded, key=recorded.get)[len(recorded) // 2],
+        sorted(recorded, key=recorded.get)[0],
+    )
+    # two files not recorded, 50 tests each at the mean (35 s: after the longest), whose
+    # tests come interleaved (pytest-django orders all tests by their kind of database use)
+    new_a, new_b = "tests/test_a_not_recorded.py", "tests/test_b_not_recorded.py"
+    collected = [
+        SimpleNamespace(nodeid=f"{path}::test_{n}")
+        for path, count in ((shortest, 2), (middle, 2), (longest, 2))
+        for n in range(count)
+    ]
+    collected[2:2] = [
+        SimpleNamespace(nodeid=f"{path}::test_{n}") for n in range(50) for path in (new_b, new_a)
+    ]
+    longest_files_first(collected)
+    files = [item.nodeid.split("::")[0] for item in collected]
+    assert [path for path, _ in itertools.groupby(files)] == [
+        longest,
+        new_a,
+        new_b,
+        middle,
+        shortest,
+    ]
+    assert [item.nodeid for item in collected][:3] == [
+        f"{longest}::test_0",
+        f"{longest}::test_1",
+        f"{new_a}::test_0",
+    ]
+    # and this run's own collection is so ordered (all of it when the whole suite runs)
+    run = [item.nodeid.split("::")[0] for item in request.session.items]
+    starts = list(dict.fromkeys(run))
+    assert [path for path, _ in itertools.groupby(run)] == starts
+    counts = Counter(run)
+    seconds = [recorded.get(path, counts[path] * MEAN_TEST_SECONDS) for path in starts]
+    assert seconds == sorted(seconds, reverse=True)
 
 
 def test_the_rate_limiter_reads_a_clock_stopped_30_s_into_a_window(frozen_rate_limit_clock):

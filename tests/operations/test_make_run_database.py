@@ -33,19 +33,31 @@ CONNECTION = (
 
 @pytest.fixture(scope="module")
 def make_run():
-    """bin/run-dev's environment (the dev settings, no DATABASE_URL or REDIS_URL) on a var
-    directory of its own, migrated once by `manage.py migrate` alone."""
+    """bin/run-dev's environment (the dev settings, no DATABASE_URL, REDIS_URL or
+    PROMETHEUS_MULTIPROC_DIR) on a var directory of its own, migrated once by `manage.py
+    migrate` alone."""
     # Not under pytest's temporary folder: each pytest session resets it to 0700, which shuts
     # out the server's own user (the package's, when run as root) from its data.
     var_dir = Path(tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))) / "var"
-    environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    # Nor this worker's metrics directory: bin/run-dev empties the one it is given, which took
+    # the counters of the tests that ran after it on this worker (tests/api/test_metrics.py).
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR"}
+    }
     environment.update(
         DJANGO_SETTINGS_MODULE="config.settings.dev", STOREFRONT_VAR_DIR=str(var_dir)
     )
+    metrics = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    this_workers_files = set(metrics.iterdir())
+    assert this_workers_files  # this process's counters, in the files /metrics adds up
     migrate = manage("migrate", "--noinput", "-v", "0", environment=environment)
     assert migrate.returncode == 0, migrate.stderr
     yield environment
     shutil.rmtree(var_dir.parent)
+    # bin/run-dev (the last test) left this worker's metrics alone
+    assert this_workers_files <= set(metrics.iterdir())
 
 
 def data_dir(environment: dict) -> Path:
