@@ -21,7 +21,13 @@ from coupons.schema import (
     CouponV2Schema,
     coupon_schema,
 )
-from coupons.selectors import LISTED_COUPONS, coupon_get, coupon_search, coupons_get_many
+from coupons.selectors import (
+    LISTED_COUPONS,
+    TRASHED_WITHOUT,
+    coupon_get,
+    coupon_search,
+    coupons_get_many,
+)
 from coupons.serializers import CouponSerializer, CouponWriteSerializer
 from coupons.services import (
     coupon_batch_create,
@@ -52,8 +58,11 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
     def get_queryset(self):
         return self.queryset.of_store(self.request.store)
 
-    def get_object(self) -> Coupon:
-        return coupon_get(store=self.request.store, coupon_id=int(self.kwargs["id"]))
+    def get_object(self, trashed: str = TRASHED_WITHOUT) -> Coupon:
+        """The path's coupon: live, unless a read asks `trashed` (writes reach live ones only)."""
+        return coupon_get(
+            store=self.request.store, coupon_id=int(self.kwargs["id"]), trashed=trashed
+        )
 
     def one(self, coupon: Coupon, status: int = status.HTTP_200_OK) -> Response:
         """A single coupon as this version answers it: v1's bare object."""
@@ -71,11 +80,8 @@ class CouponViewSet(mixins.ListModelMixin, GenericViewSet):
 
     def retrieve(self, request, id: str):
         # `with_trashed` / `only_trashed` as the list reads them, so a coupon listed with them
-        # can be read (as Laravel Orion's show); writes stay on live coupons.
-        coupon_id = int(self.kwargs["id"])
-        return self.one(
-            coupon_get(store=request.store, coupon_id=coupon_id, trashed=self.trashed())
-        )
+        # can be read (as Laravel Orion's show).
+        return self.one(self.get_object(trashed=self.trashed()))
 
     def trashed(self) -> str:
         """What the query's `with_trashed` and `only_trashed` ask for; malformed: a 422."""
