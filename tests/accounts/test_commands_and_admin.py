@@ -71,6 +71,22 @@ def test_seed_demo_is_repeatable_and_prints_a_working_curl_line(client_for):
     old_secret = first.split("API key: ")[1].split()[0]
     assert client_for(old_secret).get("/api/v2/me").status_code == 401
     assert Membership.objects.filter(store__slug="demo-store", role="owner").count() == 1
+    assert "previous demo key" not in first
+    assert f"previous demo key {old_secret[:9]}" in second and "is revoked" in second
+
+
+def test_the_demo_user_creates_a_store_right_after_the_seeding(client_for):
+    # given: a fresh seeding (its store is the seeding's, not a creation by the demo user)
+    secret = run("seed_demo").split("API key: ")[1].split()[0]
+    # when
+    response = client_for(secret).post(
+        "/api/v2/stores",
+        {"name": "My shop", "slug": "my-shop"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="first-store",
+    )
+    # then: not held by the one-store-per-interval limit
+    assert response.status_code == 201, response.json()
 
 
 def test_admin_creates_a_key_and_shows_the_secret_once(admin_client):

@@ -14,7 +14,10 @@ DEMO_KEY_NAME = "demo"
 
 
 class Command(BaseCommand):
-    help = "Seeds a demo user, store and API key (the key is new on every run and printed)."
+    help = (
+        "Seeds a demo user, store and API key (the key is new on every run and printed; "
+        "the previous demo key is revoked)."
+    )
 
     def handle(self, *args, **options):
         if not settings.SEED_DEMO_ALLOWED:
@@ -31,13 +34,16 @@ class Command(BaseCommand):
             if created:
                 user.set_password(DEMO_PASSWORD)
                 user.save()
+            # Made by the seeding, not by the demo user's request: no creator, so the demo
+            # user's first POST /api/v2/stores is not held by the one-store-per-interval limit.
             store, _ = Store.objects.get_or_create(
-                slug=DEMO_STORE_SLUG, defaults={"name": "Demo Store", "created_by": user}
+                slug=DEMO_STORE_SLUG, defaults={"name": "Demo Store", "created_by": None}
             )
             Membership.objects.get_or_create(user=user, store=store, defaults={"role": ROLE_OWNER})
-            for old in ApiKey.objects.filter(
-                user=user, name=DEMO_KEY_NAME, revoked_at__isnull=True
-            ):
+            previous = list(
+                ApiKey.objects.filter(user=user, name=DEMO_KEY_NAME, revoked_at__isnull=True)
+            )
+            for old in previous:
                 api_key_revoke(api_key=old)
             _, secret = api_key_create(
                 user=user, name=DEMO_KEY_NAME, abilities=[ALL], current_store=store
@@ -49,6 +55,10 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"  store:   {DEMO_STORE_SLUG}")
         self.stdout.write(f"  API key: {secret}")
+        for old in previous:
+            self.stdout.write(
+                f"           (the previous demo key {old.prefix}... is revoked: use this one)"
+            )
         self.stdout.write(
             f"  try:     curl -s -H 'Authorization: Bearer {secret}' {base}/api/v2/me"
         )
