@@ -27,7 +27,7 @@ urlpatterns = [
     path("api/schema/", CachedSchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularRedocView.as_view(url_name="schema"), name="api-docs"),
     # Any other /api/ path: the 404 envelope, also under DEBUG (whose 404 page is HTML).
-    re_path(r"^api/", api_views.not_found),
+    re_path(r"^api/", api_views.not_found, name="api-not-found"),
     path("docs/errors", api_views.error_docs, name="error-docs"),
     path("healthz", api_views.healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),

@@ -3,6 +3,7 @@ import re
 import secrets
 import time
 from io import BytesIO
+from urllib.parse import quote
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
@@ -100,17 +101,30 @@ _NAMED_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 
 def route_of(request) -> str | None:
     """The URL pattern that served the request, ids as `<name>`: `/api/v1/coupons/<id>`
-    (the one value for every coupon, where the path would be one per coupon)."""
+    (the one value for every coupon, where the path would be one per coupon); None when no
+    route matched (the API's catch-all 404 is no route either)."""
     match = request.resolver_match
-    if match is None:
+    if match is None or match.url_name == "api-not-found":
         return None
     return "/" + _NAMED_GROUP.sub(r"<\1>", match.route).strip("^$").replace("\\", "")
 
 
+# What a request that matched no route shows of its path: percent-encoded (one line whatever
+# it holds), no query string, and no longer than this.
+UNMATCHED_PATH_SHOWN = 200
+
+
+def unmatched_path(request) -> str:
+    return quote(request.path, safe="/:@!$&'()*+,;=-._~%")[:UNMATCHED_PATH_SHOWN]
+
+
 def _access_log(request, response, *, duration_ms: float) -> None:
     """The request line. Only what identifies the operation and its outcome: the route name,
-    not the path (ids, query values) and never headers or bodies (credentials, secrets)."""
+    not the path (ids, query values) and never headers or bodies (credentials, secrets). A
+    request that matched no route has no route to name: its path is shown instead, so that a
+    mistyped URL can be found in the log."""
     route = route_of(request)
+    path = unmatched_path(request) if route is None else None
     # A DRF response carries the DRF request: its store was resolved by StorePermission.
     drf_request = (getattr(response, "renderer_context", None) or {}).get("request")
     credential = getattr(request, "auth", None)
@@ -118,6 +132,7 @@ def _access_log(request, response, *, duration_ms: float) -> None:
     fields = {
         "method": request.method,
         "route": route,
+        "path": path,
         "view": request.resolver_match.view_name if request.resolver_match else None,
         "status": response.status_code,
         "duration_ms": round(duration_ms, 1),
@@ -130,7 +145,7 @@ def _access_log(request, response, *, duration_ms: float) -> None:
     access_logger.info(
         "%s %s %s %.1fms",
         request.method,
-        route or "-",
+        route or path,
         response.status_code,
         duration_ms,
         extra=fields,

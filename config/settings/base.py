@@ -328,5 +328,8 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         # Its INFO lines ("setting GUID ...") come with every request and task.
         "django_guid": {"level": "WARNING"},
+        # runserver's own line for each request (`make run`) repeats storefront.requests'
+        # line without its request id; its errors still show.
+        "django.server": {"level": "ERROR"},
     },
 }

@@ -203,3 +203,27 @@ def test_an_unknown_log_format_stops_the_process():
 
     assert result.returncode != 0
     assert "LOG_FORMAT must be one of" in result.stderr
+
+
+def test_a_path_that_matches_no_route_is_logged_with_its_path(api_client):
+    with LogCapture("plain") as logs:
+        response = api_client.get("/api/v1/copons/7?token=secret-value")
+
+    assert response.status_code == 404
+    [line] = [line for line in logs.lines() if " storefront.requests " in line]
+    assert line.endswith("] GET /api/v1/copons/7 404 " + line.rsplit(" ", 1)[1])
+    assert "secret-value" not in logs.text()
+
+
+def test_a_path_with_a_line_break_stays_one_line(api_client):
+    with LogCapture("plain") as logs:
+        api_client.get("/nothing%0Aforged INFO storefront.requests line")
+
+    [line] = [line for line in logs.lines() if " storefront.requests " in line]
+    assert "/nothing%0Aforged%20INFO" in line
+
+
+def test_runserver_s_own_request_line_is_not_logged():
+    # Its 2xx-4xx lines are INFO and WARNING: the request line is storefront.requests' alone.
+    assert not logging.getLogger("django.server").isEnabledFor(logging.WARNING)
+    assert logging.getLogger("django.server").isEnabledFor(logging.ERROR)
