@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.abilities import GRANTABLE_ABILITIES
+from accounts.abilities import ACCOUNT_READ, AREAS, GRANTABLE_ABILITIES
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create, api_key_expiry_validate, api_key_revoke
@@ -66,9 +66,17 @@ class StorefrontGroupAdmin(GroupAdmin):
 IDLE_AFTER = timedelta(days=90)
 
 
+# A new key starts able to read (its account and every area); writes are granted on purpose.
+NEW_KEY_ABILITIES = [ACCOUNT_READ, *(f"{area}:read" for area in AREAS)]
+
+
 class ApiKeyForm(forms.ModelForm):
     abilities = forms.MultipleChoiceField(
-        choices=[(a, a) for a in GRANTABLE_ABILITIES], widget=forms.CheckboxSelectMultiple
+        choices=[(a, a) for a in GRANTABLE_ABILITIES],
+        widget=forms.CheckboxSelectMultiple,
+        initial=NEW_KEY_ABILITIES,
+        help_text="What the key may do, within its user's role in each store: `*` is "
+        "everything, an area alone (`coupon`) reads and writes it, `area:read` only reads.",
     )
 
     class Meta:

@@ -1,10 +1,17 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
+from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularRedocView
 
 from config.api import views as api_views
 from config.api.schema_view import CachedSchemaView
 from config.metrics.views import metrics
+
+admin.site.site_header = "Storefront administration"
+admin.site.site_title = "Storefront admin"
+admin.site.index_title = "Stores, keys, coupons, events and webhooks"
+# "View site" leads to the service's front page, not to a path that may not exist.
+admin.site.site_url = "/"
 
 api_v1 = [
     path("", include("coupons.urls")),
@@ -28,6 +35,7 @@ urlpatterns = [
     path("api/docs/", SpectacularRedocView.as_view(url_name="schema"), name="api-docs"),
     # Any other /api/ path: the 404 envelope, also under DEBUG (whose 404 page is HTML).
     re_path(r"^api/", api_views.not_found, name="api-not-found"),
+    path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("docs/errors", api_views.error_docs, name="error-docs"),
     path("healthz", api_views.healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),

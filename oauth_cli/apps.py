@@ -3,6 +3,7 @@ from django.apps import AppConfig
 
 class OauthCliConfig(AppConfig):
     name = "oauth_cli"
+    verbose_name = "Command-line client (OAuth)"
 
     def ready(self):
         # Imported for their registrations: the system checks, the sign-in receiver.

@@ -1,6 +1,7 @@
 """Every admin page with a superuser: changelists, change forms, date hierarchies, the store
 filter, the autocomplete endpoints, and no secret (or its hash) in any page's HTML."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 
+from accounts.abilities import AREAS
 from accounts.models import ApiKey
 from coupons.models import Coupon
 from events.models import Event, EventPruneMark
@@ -314,3 +316,20 @@ def test_autocomplete_endpoints_answer(admin_client, world):
         texts = [result["text"] for result in response.json()["results"]]
         assert texts, (model._meta.label, field_name)
         assert all(term in text for text in texts), (model._meta.label, field_name, texts)
+
+
+def test_the_admin_names_the_service_and_its_apps(admin_client):
+    index = admin_client.get("/admin/").content.decode()
+
+    assert "Storefront administration" in index and "Django administration" not in index
+    assert "Command-line client (OAuth)" in index and "Oauth_Cli" not in index
+    assert 'href="/"' in index  # "View site": the front page
+
+
+def test_a_new_key_starts_with_the_read_abilities_checked(admin_client):
+    form = admin_client.get("/admin/accounts/apikey/add/").content.decode()
+
+    checked = set(
+        re.findall(r'<input type="checkbox" name="abilities" value="([^"]+)"[^>]*checked', form)
+    )
+    assert checked == {"account:read", *(f"{area}:read" for area in AREAS)}

@@ -413,3 +413,13 @@ def test_every_request_is_logged_with_its_request_id(auth_client, caplog):
     assert lines[0].levelno == logging.INFO
     # the route, not the path: no id of the request in it
     assert re.fullmatch(r"GET /api/v2/stores/<\w+> 404 \d+\.\dms", lines[0].getMessage())
+
+
+def test_the_front_page_leads_to_the_reference_the_errors_and_the_admin(client):
+    response = client.get("/")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    for target in ("/api/docs/", "/api/schema/", "/docs/errors", "/admin/"):
+        assert f'href="{target}"' in page
+        assert client.get(target).status_code in (200, 302)

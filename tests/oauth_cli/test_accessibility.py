@@ -188,6 +188,7 @@ def test_the_refused_request_page_passes_axe(live_server, settings, signed_in_pa
         ("/no-such-page", "Page not found"),
         ("/test-raise/server-error", "Something went wrong"),
         ("/docs/errors", None),
+        ("/", "Storefront"),
     ],
 )
 def test_error_pages_pass_axe(live_server, page, path, heading):
@@ -231,3 +232,18 @@ def signed_in_page(live_server, user, page):
     page.click("#sign-in")
     page.wait_for_load_state()
     return page
+
+
+@pytest.mark.parametrize("width", [320, 560, 900])
+def test_the_error_docs_never_break_a_code_or_a_type_mid_word(live_server, page, width):
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto(f"{live_server.url}/docs/errors")
+
+    broken = page.evaluate(
+        """() => [...document.querySelectorAll(
+                'td:first-child code, td:nth-child(3) code')]
+            .filter(code => code.getClientRects().length > 1)
+            .map(code => code.textContent)"""
+    )
+
+    assert broken == []

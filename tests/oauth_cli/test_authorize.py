@@ -1,5 +1,6 @@
 """GET/POST/DELETE /oauth/authorize: parameter rules, login, consent page, approve, refuse."""
 
+import re
 import time
 from urllib.parse import urlencode
 
@@ -556,3 +557,20 @@ def test_installation_and_code_are_written_together(signed_in, user, monkeypatch
     assert response.status_code == 500
     assert not Grant.objects.filter(user=user).exists()
     assert not Installation.objects.filter(user=user).exists()
+
+
+def test_not_you_signs_out_and_comes_back_to_the_same_request(signed_in, user):
+    # given: the consent page, signed in as `user`
+    url = authorize_url(authorize_params())
+    html = signed_in.get(url).content.decode()
+    assert f"Not {user.username}?" in html and 'id="sign-out"' in html
+    assert "/api/v2/oauth/installation" not in html  # no raw API call shown to a person
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+    # when: "Sign out"
+    response = signed_in.post("/accounts/logout/", {"csrfmiddlewaretoken": token, "next": url})
+
+    # then: signed out, and the same authorization request asks for a sign-in again
+    assert response.status_code == 302 and response["Location"] == url
+    again = signed_in.get(url)
+    assert again.status_code == 302 and again["Location"].startswith("/accounts/login/")
