@@ -428,3 +428,20 @@ def test_seed_demo_refuses_to_run_under_production_settings():
     assert result.returncode != 0
     assert "CommandError: seed_demo" in result.stderr, result.stderr
     assert "Demo data ready" not in result.stdout
+
+
+def test_manage_py_missing_a_setting_says_so_in_one_line_and_names_the_fix():
+    # given: a newcomer's shell: no settings module, no production environment
+    environment = {
+        k: v
+        for k, v in production_environment(DJANGO_SETTINGS_MODULE=None).items()
+        if k not in {"SECRET_KEY", "DATABASE_URL"}
+    }
+
+    result = manage("create_api_key", "--user", "demo", environment=environment)
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("manage.py: config.settings.production cannot start: ")
+    assert "DJANGO_SETTINGS_MODULE=config.settings.dev" in line
