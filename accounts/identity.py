@@ -13,6 +13,11 @@ database again. docs/decisions/identity.md.
   a change committed after that read has deleted them since. The first request of a credential
   on a process reads the database before it knows whose epochs to ask for, so that identity is
   kept unconfirmed (`epochs` None) and the second request reads again; from the third on, none.
+- Epochs do not go backwards in effect: they are read with the run id of the Redis server
+  that answered (config.api.ratelimit.ServerReached), and an identity is trusted only under the
+  same run id. A Redis restarted from an older snapshot, or a replica promoted before it copied
+  a deletion, can give back epochs a change has deleted since; either is another server
+  process, so every identity kept before is read again, and the database has the change.
 - Without Redis (down, or the file cache of `make run`) nothing is reused: every request reads
   the database, as before there was a cache.
 - An expiry is a time, not a change: it is checked on every request from the kept value.

@@ -27,7 +27,6 @@ SUBSCRIPTIONS_DISCOUNT_RULE = (
     "must be below 100 for a subscriptions coupon (offer a free trial instead)"
 )
 MAXIMUM_DISCOUNT_RULE = "applies to PERCENTAGE coupons only; send null for an AMOUNT coupon"
-TARGETS_RULE = "needs at least one product or product variant when store_wide is false"
 
 
 class CouponQuerySet(models.QuerySet):
@@ -187,11 +186,7 @@ TIED_FIELDS = (
     "maximum_discount_amount",
     "applies_to",
     "subscription_payments",
-    "store_wide",
-    "products",
-    "product_variants",
 )
-TARGET_FIELDS = ("store_wide", "products", "product_variants")
 
 
 def coupon_settle(state: dict) -> dict:
@@ -202,11 +197,11 @@ def coupon_settle(state: dict) -> dict:
     return state
 
 
-def coupon_rule_errors(state: dict, *, targets: bool = True) -> dict[str, list[str]]:
+def coupon_rule_errors(state: dict) -> dict[str, list[str]]:
     """The rules that tie fields together (docs/design.md "Coupons (v1)"), on a whole coupon's
     `TIED_FIELDS`: checked by the serializer on the merged request and by the service again
-    under the row lock. `targets=False` skips the store_wide/products rule, for an update that
-    touches none of them (coupons from before issue 32 may be store_wide false without ids)."""
+    under the row lock. None ties `store_wide` to `products`: a coupon that is not store-wide
+    may have no products yet, and then applies to none (docs/decisions/coupons.md)."""
     errors: dict[str, list[str]] = {}
     percentage = state["type"] == Coupon.TYPE_PERCENTAGE
     subscriptions = state["applies_to"] == Coupon.APPLIES_TO_SUBSCRIPTIONS
@@ -218,6 +213,4 @@ def coupon_rule_errors(state: dict, *, targets: bool = True) -> dict[str, list[s
         errors["maximum_discount_amount"] = [MAXIMUM_DISCOUNT_RULE]
     if subscriptions and state["subscription_payments"] is None:
         errors["subscription_payments"] = [SUBSCRIPTION_PAYMENTS_RULE]
-    if targets and not state["store_wide"] and not (state["products"] or state["product_variants"]):
-        errors["products"] = [TARGETS_RULE]
     return errors

@@ -43,7 +43,6 @@ from coupons.models import (
     PERCENTAGE_MAX_DISCOUNT,
     SUBSCRIPTION_PAYMENTS_MAX,
     SUBSCRIPTION_PAYMENTS_RULE,
-    TARGET_FIELDS,
     TIED_FIELDS,
     Coupon,
     coupon_rule_errors,
@@ -228,8 +227,8 @@ class CouponWriteSerializer(CouponSerializer):
     )
     products = ProductIdsField(
         required=False,
-        help_text="Ids of the store's products; store_wide false needs at least one product or "
-        "variant. Kept as references (docs/decisions/coupons.md).",
+        help_text="Ids of the store's products the coupon applies to when store_wide is false "
+        "(none until set). Kept as references (docs/decisions/coupons.md).",
     )
     product_variants = ProductIdsField(required=False, help_text="Ids of product variants.")
 
@@ -247,8 +246,7 @@ class CouponWriteSerializer(CouponSerializer):
         else:
             base = COUPON_DEFAULTS
         state = coupon_settle({**base, **attrs})
-        targets = not self.partial or any(name in attrs for name in TARGET_FIELDS)
-        if errors := coupon_rule_errors(state, targets=targets):
+        if errors := coupon_rule_errors(state):
             raise serializers.ValidationError(errors)
         return attrs
 

@@ -12,7 +12,6 @@ from django.utils import timezone
 from config.api.errors import NotFound, ValidationFailed
 from coupons.models import (
     COUPON_DEFAULTS,
-    TARGET_FIELDS,
     TIED_FIELDS,
     Coupon,
     coupon_rule_errors,
@@ -107,8 +106,7 @@ def _coupon_change(coupon: Coupon, changes: Mapping[str, Any], *, replace: bool)
     else:
         merged = coupon_settle({**current, **changes})
         wanted = {**changes, "subscription_payments": merged["subscription_payments"]}
-    targets = replace or any(name in changes for name in TARGET_FIELDS)
-    if errors := coupon_rule_errors({**current, **wanted}, targets=targets):
+    if errors := coupon_rule_errors({**current, **wanted}):
         raise ValidationFailed(errors)
     changed = {name: value for name, value in wanted.items() if getattr(coupon, name) != value}
     if not changed:

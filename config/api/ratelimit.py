@@ -35,8 +35,9 @@ class RateLimitState:
     limit: int
     remaining: int
     reset_seconds: int
-    # The values of the epoch keys asked for with the count (rate_limit_consume); None when
-    # none were asked for or the cache cannot keep them (the file cache of `make run`).
+    # The epochs asked for with the count (rate_limit_consume): the run id of the Redis server
+    # that answered, then the values of the epoch keys; None when none were asked for or the
+    # cache cannot keep them (the file cache of `make run`).
     epochs: tuple[str, ...] | None = None
 
     @property
@@ -60,8 +61,8 @@ def rate_limit_consume(
     bucket: str, limit: int, *, epoch_keys: tuple[str, ...] = ()
 ) -> RateLimitState | None:
     """Counts one request against `bucket` and reads the values of `epoch_keys` (each made with
-    a new random value when missing) in the same round trip; None when the cache is
-    unavailable (fail open)."""
+    a new random value when missing) in the same round trip, preceded by the run id of the
+    server that answered; None when the cache is unavailable (fail open)."""
     global _cache_unavailable_until
     now = time.time()
     if now < _cache_unavailable_until:
@@ -98,8 +99,11 @@ def _window_count(key: str, epoch_keys: tuple[str, ...]) -> tuple[int, tuple[str
         # A fresh epoch is random, not 1: a Redis that lost its keys (a restart) must not give
         # back a value a process still holds from before.
         args = [ttl, secrets.token_hex(8), EPOCH_SECONDS] if epoch_keys else [ttl]
-        count, *epochs = _window_count_script(backend)(keys=keys, args=args)
-        return count, tuple(e.decode() for e in epochs) if epoch_keys else None
+        counter = _window_counter(backend)
+        count, *epochs = counter.script(keys=keys, args=args)
+        # Read after the call, which may have connected again (to another server).
+        run_id = counter.server.run_id
+        return count, (run_id, *(e.decode() for e in epochs)) if epoch_keys else None
     # Other caches (the file cache of `make run`): no epochs, so identities are read each time.
     return (1 if backend.add(key, 1, timeout=ttl) else backend.incr(key)), None
 
@@ -121,32 +125,77 @@ end
 return reply
 """
 
-# The script of each Django Redis cache object (one per thread: django.core.cache.caches), on a
-# redis.Redis of its own with one connection, made from the cache's settings: redis-py then
-# takes no connection from a pool and checks none per call, and Django's client (a new one per
-# get_client() call) is not built per request (docs/benchmarks/layer.md, issue 30). Weak keys:
-# a cache object Django drops (a settings change in tests) takes its connection with it. The
-# connection is made on the first call and again after an error.
-_scripts_by_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+class ServerReached:
+    """The run id of the Redis server a connection reached, read once per connection (`INFO
+    server`, as redis-py's `redis_connect_func`), never per call.
+
+    An epoch's value means something only within the lifetime of the server process that made
+    it. A Redis restarted from an older snapshot, or a replica promoted before it had copied a
+    deletion, gives back values that changes since have deleted; either is another server
+    process than the one that made them, with a run id of its own, reached by a new connection.
+    An identity is kept under the run id with its epochs (docs/decisions/identity.md)."""
+
+    def __init__(self):
+        self.run_id = ""
+
+    def connected(self, connection) -> None:
+        # redis-py's own setup (HELLO, AUTH, SELECT), then the run id; a failure here is a
+        # failed connection, so no call is answered under the run id it left.
+        connection.on_connect()
+        connection.send_command("INFO", "server")
+        info = connection.read_response()
+        match = RUN_ID.search(info.decode() if isinstance(info, bytes) else info)
+        if match is None:
+            raise redis.ConnectionError("the server's INFO gave no run_id")
+        previous, self.run_id = self.run_id, match.group(1)
+        if previous and previous != self.run_id:
+            logger.warning(
+                "Redis is another server process (run id %s, was %s): the identities this "
+                "process kept are read again",
+                self.run_id,
+                previous,
+            )
 
 
-def _window_count_script(backend: RedisCache):
-    script = _scripts_by_cache.get(backend)
-    if script is None:
-        config = settings.CACHES[DEFAULT_CACHE_ALIAS]
-        location = config["LOCATION"]
-        # Django's RedisCache writes to its first server.
-        server = (re.split("[;,]", location) if isinstance(location, str) else location)[0]
+RUN_ID = re.compile(r"^run_id:([0-9a-f]+)\s*$", re.MULTILINE)
+
+
+class WindowCounter:
+    """The script on a redis.Redis of its own with one connection, and the server it reached."""
+
+    def __init__(self, server: str, options: dict):
+        self.server = ServerReached()
         # A connection the server closed (a restart) is made again at once and the call
         # retried once, without the default retry's backoff of up to a second.
         client = redis.Redis.from_url(
             server,
             single_connection_client=True,
             retry=Retry(NoBackoff(), 1),
-            **config.get("OPTIONS", {}),
+            redis_connect_func=self.server.connected,
+            **options,
         )
-        script = _scripts_by_cache[backend] = client.register_script(WINDOW_COUNT_LUA)
-    return script
+        self.script = client.register_script(WINDOW_COUNT_LUA)
+
+
+# The counter of each Django Redis cache object (one per thread: django.core.cache.caches),
+# made from the cache's settings: redis-py then takes no connection from a pool and checks none
+# per call, and Django's client (a new one per get_client() call) is not built per request
+# (docs/benchmarks/layer.md). Weak keys: a cache object Django drops (a settings
+# change in tests) takes its connection with it. The connection is made on the first call and
+# again after an error.
+_counters_by_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _window_counter(backend: RedisCache) -> WindowCounter:
+    counter = _counters_by_cache.get(backend)
+    if counter is None:
+        config = settings.CACHES[DEFAULT_CACHE_ALIAS]
+        location = config["LOCATION"]
+        # Django's RedisCache writes to its first server.
+        server = (re.split("[;,]", location) if isinstance(location, str) else location)[0]
+        counter = _counters_by_cache[backend] = WindowCounter(server, config.get("OPTIONS", {}))
+    return counter
 
 
 def address_rate_limited(request, bucket: str, limit: int):

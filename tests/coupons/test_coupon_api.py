@@ -65,6 +65,29 @@ def test_create_returns_201_and_the_bare_coupon(store, auth_client):
     assert body["updated_at"] == body["created_at"]
 
 
+# The seed's required fields, and nothing about products (docs/interface.md, POST row).
+SEED_REQUIRED = {"code": "NOTYET", "type": "AMOUNT", "discount": 5, "store_wide": False}
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_a_coupon_that_is_not_store_wide_may_start_with_no_products(version, store, auth_client):
+    url = f"/api/{version}/coupons"
+
+    created = auth_client.post(url, SEED_REQUIRED)
+    assert created.status_code == 201, created.content
+    body = created.json() if version == "v1" else created.json()["data"]
+    assert (body["store_wide"], body["products"], body["product_variants"]) == (False, [], [])
+
+    # its products are set later, and may be emptied again; a whole replacement may omit them
+    single = f"{url}/{body['id']}"
+    assert auth_client.patch(single, {"products": [7]}).status_code == 200
+    assert auth_client.patch(single, {"products": []}).status_code == 200
+    assert auth_client.put(single, {**SEED_REQUIRED, "discount": 6}).status_code == 200
+    batch = auth_client.post(f"{url}/batch", {"resources": [{**SEED_REQUIRED, "code": "BATCHED"}]})
+    assert batch.status_code == 201, batch.content
+    assert Coupon.objects.filter(store_wide=False, products=[], product_variants=[]).count() == 2
+
+
 def test_retrieve_returns_every_field_with_nulls(store, auth_client):
     coupon = CouponFactory(store=store)
     response = auth_client.get(f"/api/v1/coupons/{coupon.id}")

@@ -86,7 +86,7 @@ RULES = [
     ("products", [0], [1], {}),
     ("products", [1, 1], [1, 2], {}),
     ("products", "1", [], {}),
-    ("products", [], [9_223_372_036_854_775_807], {"store_wide": False}),
+    ("products", [9_223_372_036_854_775_808], [9_223_372_036_854_775_807], {}),
     ("product_variants", [True], [1], {}),
     ("product_variants", list(range(1, 102)), list(range(1, 101)), {}),
     ("expires_at", "2020-01-01T00:00:00Z", future(), {}),
