@@ -287,7 +287,12 @@ class _Parser:
             return ~condition if operator == "!=" else condition
         value = self.value(field, value, path=f"{path}.value")
         if operator in ORDERED:
-            return Q(**{f"{field.lookup}__{ORDERED[operator]}": value})
+            condition = Q(**{f"{field.lookup}__{ORDERED[operator]}": value})
+            # Django drops a comparison every value of the field meets (`limit > -1` on a
+            # positive field), nulls included; SQL's comparison never lists a null.
+            return (
+                condition & Q(**{f"{field.lookup}__isnull": False}) if field.nullable else condition
+            )
         if operator in TEXT_ONLY:
             condition = _like(field.lookup, _pattern(value, path=f"{path}.value"))
             return _sql_not(field, condition) if operator == "not like" else condition
