@@ -7,6 +7,10 @@ docs/decisions/identity.md, docs/benchmarks/layer.md).
   PREPARE: planning cost more than running (psycopg's `prepare=True` was slower here). A
   session that lost them (DISCARD ALL) or whose plan no longer fits is prepared again outside a
   transaction. Behind PgBouncer in transaction mode set DATABASE_PREPARED_STATEMENTS=false.
+- A web request's statements run under DATABASE_STATEMENT_TIMEOUT_SECONDS: the connections it
+  opens carry the timeout as a startup option (no round trip), so PostgreSQL stops a statement
+  past it, even when the worker that sent it is gone. Tasks, commands and migrations open
+  theirs outside a request, without it.
 - An idle connection the server ended has its termination message to read: each request and
   task polls for it (no round trip, unlike CONN_HEALTH_CHECKS) and drops it. A safe request
   whose connection is lost mid-query is answered again (ReadFailoverMiddleware).
@@ -15,13 +19,14 @@ docs/decisions/identity.md, docs/benchmarks/layer.md).
 import contextlib
 import contextvars
 import logging
+import math
 import re
 import select
 import time
 import weakref
 
 from django.conf import settings
-from django.core.signals import request_started
+from django.core.signals import request_finished, request_started
 from django.db import (
     InterfaceError,
     NotSupportedError,
@@ -131,6 +136,46 @@ class PreparedStatement:
             cursor.execute(self._prepare_sql)
             prepared.add(self.name)
             cursor.execute(self._execute_sql, params)
+
+
+# --- the statement timeout of web requests ------------------------------------------------
+
+# PostgreSQL's query_canceled: a statement stopped by statement_timeout (or a cancel request).
+QUERY_CANCELED = "57014"
+_serving_request = contextvars.ContextVar("serving_request", default=False)
+
+
+def _request_starts(**kwargs) -> None:
+    _serving_request.set(True)
+
+
+def _request_ends(**kwargs) -> None:
+    _serving_request.set(False)
+
+
+request_started.connect(_request_starts, dispatch_uid="config.db.request_starts")
+request_finished.connect(_request_ends, dispatch_uid="config.db.request_ends")
+
+
+def with_statement_timeout(conn_params: dict) -> dict:
+    """`conn_params` of a connection opened by a web request, with PostgreSQL's
+    statement_timeout set to DATABASE_STATEMENT_TIMEOUT_SECONDS in libpq's `options` (after
+    any the URL gives). A session setting, not a per-statement SET: no round trip, and it
+    outlives the request with the connection, for the next requests of the same process."""
+    seconds = settings.DATABASE_STATEMENT_TIMEOUT_SECONDS
+    if not seconds or not _serving_request.get():
+        return conn_params
+    option = f"-c statement_timeout={math.ceil(seconds * 1000)}"
+    given = conn_params.get("options")
+    return {**conn_params, "options": f"{given} {option}" if given else option}
+
+
+def statement_timed_out(error: BaseException) -> bool:
+    """Whether `error` (Django's OperationalError) is PostgreSQL stopping a statement."""
+    return (
+        isinstance(error, OperationalError)
+        and getattr(error.__cause__, "sqlstate", None) == QUERY_CANCELED
+    )
 
 
 # --- connections the server ended ---------------------------------------------------------

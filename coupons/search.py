@@ -6,30 +6,50 @@ sends) made into one ORM condition and an ordering, or a 422 naming the part tha
      "search": {"value": "summer", "case_sensitive": false},
      "sort": [{"field": "expires_at", "direction": "desc"}]}
 
-Only the fields of `SEARCHABLE` may be named; each value is read as its field's type, so a
-condition is a plain comparison on a column (an index serves it like the list's). Filters
-join left to right: each one's `type` (`and`, the default, or `or`) joins it to what precedes
-it, as Orion's query builder does. Bounds keep a body from costing more than a list request:
-`MAX_FILTERS` conditions in all, `MAX_DEPTH` levels of `nested`, `MAX_IN_VALUES` values in an
-`in`, `MAX_TEXT` characters in a string value.
+Only the fields a search names (`COUPON_FIELDS`) may be named; each value is read as its
+column's type and refused at that type's edges (`search_field`), so a condition is a plain
+comparison on a column (an index serves it like the list's) that PostgreSQL never refuses.
+`like` is SQL LIKE (`Like`). Filters join left to right: each one's `type` (`and`, the default,
+or `or`) joins it to what precedes it, as Orion's query builder does. Bounds keep a body from
+costing more than a list request: `MAX_FILTERS` conditions in all, `MAX_DEPTH` levels of
+`nested`, `MAX_IN_VALUES` values in an `in`, `MAX_TEXT` characters in a string value,
+`MAX_LIKE_LENGTH` characters and `MAX_LIKE_WILDCARDS` wildcards in a like pattern. What still
+runs long is stopped by the request's statement timeout (config/db.py).
 """
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.db.models import DecimalField, Q, Value
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+from django.db.models import (
+    BooleanField,
+    CharField,
+    DateTimeField,
+    DecimalField,
+    Lookup,
+    Model,
+    Q,
+    TextField,
+    Value,
+)
 from django.utils.dateparse import parse_datetime
 
 from config.api.errors import ValidationFailed
+from coupons.models import Coupon
 
 MAX_FILTERS = 50
 MAX_DEPTH = 3
 MAX_IN_VALUES = 100
 MAX_SORTS = 5
 MAX_TEXT = 255
+# A `like` pattern: LIKE's work grows with its length and its `%`s (each can try every
+# position of the rest); these keep the most a search may ask within the list's cost.
+MAX_LIKE_LENGTH = 100
+MAX_LIKE_WILDCARDS = 10
 
 OPERATORS = ("=", "!=", ">", ">=", "<", "<=", "like", "not like", "in", "not in")
 ORDERED = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
@@ -38,6 +58,14 @@ TEXT_ONLY = {"like", "not like"}
 
 class Refused(Exception):
     """A value its field cannot take: the message of the 422."""
+
+
+# A value is read as its column's type and refused at that type's edges, which PostgreSQL
+# would answer with an error: the range of each integer column type, a UTC offset beyond
+# timestamptz's (+-15:59), a year past 9999 once in UTC (no Python datetime reads it back).
+INTEGER_BITS = {"smallint": 16, "integer": 32, "bigint": 64}
+LARGEST_OFFSET = timedelta(hours=15, minutes=59, seconds=59)
+NUMBER_TEXT = 40  # characters of a numeric string
 
 
 def _text(value: Any) -> str:
@@ -50,26 +78,45 @@ def _text(value: Any) -> str:
     return value
 
 
-def _integer(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise Refused("must be an integer")
-    if not -(2**63) <= value < 2**63:
-        raise Refused("is out of range")
-    return value
+def _integer(bits: int) -> Callable[[Any], int]:
+    lowest, highest = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    rule = f"must be an integer between {lowest} and {highest}"
+
+    def read(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise Refused(rule)
+        if not lowest <= value <= highest:
+            raise Refused(rule)
+        return value
+
+    return read
 
 
-def _decimal(value: Any) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise Refused("must be a number or a numeric string")
-    if isinstance(value, str) and len(value) > 40:
-        raise Refused("must be a number or a numeric string")
-    try:
-        number = Decimal(str(value))
-    except InvalidOperation:
-        raise Refused("must be a number or a numeric string") from None
-    if not number.is_finite():
-        raise Refused("must be a number or a numeric string")
-    return number
+def _decimal(digits: int, places: int) -> Callable[[Any], Decimal]:
+    """A number the column `numeric(digits, places)` can hold; more decimals are refused, as
+    the writes refuse them, rather than rounded."""
+    highest = Decimal(10) ** (digits - places) - Decimal(10) ** -places
+    rule = (
+        f"must be a number or a numeric string between -{highest} and {highest}, with at most "
+        f"{places} decimals"
+    )
+
+    def read(value: Any) -> Decimal:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise Refused(rule)
+        if isinstance(value, str) and len(value) > NUMBER_TEXT:
+            raise Refused(rule)
+        try:
+            number = Decimal(str(value))
+        except InvalidOperation:
+            raise Refused(rule) from None
+        if not number.is_finite() or abs(number) > highest:
+            raise Refused(rule)
+        if number.normalize().as_tuple().exponent < -places:
+            raise Refused(rule)
+        return number
+
+    return read
 
 
 def _boolean(value: Any) -> bool:
@@ -79,6 +126,7 @@ def _boolean(value: Any) -> bool:
 
 
 def _timestamp(value: Any) -> datetime:
+    """An ISO 8601 timestamp with a time zone, in UTC."""
     text = _text(value)
     try:
         parsed = parse_datetime(text.strip())
@@ -86,40 +134,59 @@ def _timestamp(value: Any) -> datetime:
         parsed = None
     if parsed is None or parsed.tzinfo is None:
         raise Refused("must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T23:59:59Z")
-    return parsed
+    if abs(parsed.utcoffset()) > LARGEST_OFFSET:
+        raise Refused("must have a UTC offset between -15:59 and +15:59")
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise Refused("must be within the years 1 to 9999 once converted to UTC") from None
 
 
 @dataclass(frozen=True)
 class SearchField:
-    """A field a search may name: the model field it compares and how a value is read."""
+    """A field a search may name: the column it compares and how a value is read."""
 
     lookup: str
     read: Callable[[Any], Any]
     nullable: bool = False
-
-    @property
-    def text(self) -> bool:
-        return self.read is _text
+    text: bool = False
 
 
-def text(lookup: str, *, nullable: bool = False) -> SearchField:
-    return SearchField(lookup, _text, nullable)
+def search_field(model: type[Model], name: str) -> SearchField:
+    """The field `name` of `model` (an attribute name: a foreign key's `store_id`), its
+    values read as its column's type: a field of a new type is refused here, at import."""
+    field = model._meta.get_field(name)
+    column = field.db_type(connection)
+    if isinstance(field, BooleanField):
+        read, text = _boolean, False
+    elif isinstance(field, DateTimeField):
+        read, text = _timestamp, False
+    elif isinstance(field, DecimalField):
+        read, text = _decimal(field.max_digits, field.decimal_places), False
+    elif isinstance(field, CharField | TextField):
+        read, text = _text, True
+    elif column in INTEGER_BITS:
+        read, text = _integer(INTEGER_BITS[column]), False
+    else:
+        raise ImproperlyConfigured(f"{model.__name__}.{name} ({column}) is not searchable")
+    return SearchField(name, read, nullable=field.null, text=text)
 
 
-def integer(lookup: str, *, nullable: bool = False) -> SearchField:
-    return SearchField(lookup, _integer, nullable)
+@CharField.register_lookup
+@TextField.register_lookup
+class Like(Lookup):
+    """`like`: SQL LIKE, case-sensitive, its `%` and `_` the wildcards and every other
+    character itself, a backslash too (doubled here: it is LIKE's escape character)."""
 
+    lookup_name = "like"
 
-def decimal(lookup: str, *, nullable: bool = False) -> SearchField:
-    return SearchField(lookup, _decimal, nullable)
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} LIKE {rhs} ESCAPE '\\'", (*lhs_params, *rhs_params)
 
-
-def boolean(lookup: str) -> SearchField:
-    return SearchField(lookup, _boolean)
-
-
-def timestamp(lookup: str, *, nullable: bool = False) -> SearchField:
-    return SearchField(lookup, _timestamp, nullable)
+    def get_db_prep_lookup(self, value, connection):
+        return "%s", [value.replace("\\", "\\\\")]
 
 
 @dataclass(frozen=True)
@@ -220,9 +287,14 @@ class _Parser:
             return ~condition if operator == "!=" else condition
         value = self.value(field, value, path=f"{path}.value")
         if operator in ORDERED:
-            return Q(**{f"{field.lookup}__{ORDERED[operator]}": value})
+            condition = Q(**{f"{field.lookup}__{ORDERED[operator]}": value})
+            # Django drops a comparison every value of the field meets (`limit > -1` on a
+            # positive field), nulls included; SQL's comparison never lists a null.
+            return (
+                condition & Q(**{f"{field.lookup}__isnull": False}) if field.nullable else condition
+            )
         if operator in TEXT_ONLY:
-            condition = _like(field.lookup, value)
+            condition = _like(field.lookup, _pattern(value, path=f"{path}.value"))
             return _sql_not(field, condition) if operator == "not like" else condition
         condition = Q(**{field.lookup: value})
         return _sql_not(field, condition) if operator == "!=" else condition
@@ -249,27 +321,22 @@ def _sql_not(field: SearchField, condition: Q) -> Q:
     return ~condition
 
 
+def _pattern(pattern: str, *, path: str) -> str:
+    if len(pattern) > MAX_LIKE_LENGTH:
+        raise _refuse(path, f"a like pattern must be at most {MAX_LIKE_LENGTH} characters")
+    if pattern.count("%") + pattern.count("_") > MAX_LIKE_WILDCARDS:
+        raise _refuse(
+            path, f"a like pattern may have at most {MAX_LIKE_WILDCARDS} wildcards (% and _)"
+        )
+    return pattern
+
+
 def _like(lookup: str, pattern: str) -> Q:
-    """SQL LIKE's `%` (any run) and `_` (one character), case-sensitive as on PostgreSQL, as
-    the plain lookups an index can serve where the pattern allows (a prefix: `startswith`)."""
-    inner = pattern[1:-1] if len(pattern) >= 2 else ""
-    if "_" not in pattern and "\\" not in pattern:
-        if "%" not in pattern:
-            return Q(**{lookup: pattern})
-        if pattern.endswith("%") and "%" not in pattern[:-1]:
-            return Q(**{f"{lookup}__startswith": pattern[:-1]})
-        if pattern.startswith("%") and "%" not in pattern[1:]:
-            return Q(**{f"{lookup}__endswith": pattern[1:]})
-        if pattern.startswith("%") and pattern.endswith("%") and "%" not in inner:
-            return Q(**{f"{lookup}__contains": inner})
-    regex = "".join(
-        ".*" if char == "%" else "." if char == "_" else _regex_escape(char) for char in pattern
-    )
-    return Q(**{f"{lookup}__regex": f"^{regex}$"})
-
-
-def _regex_escape(char: str) -> str:
-    return "\\" + char if char in r"\.^$*+?()[]{}|-" else char
+    """SQL LIKE's `%` (any run) and `_` (one character), case-sensitive as on PostgreSQL; a
+    pattern without either is the value itself."""
+    if "%" not in pattern and "_" not in pattern:
+        return Q(**{lookup: pattern})
+    return Q(**{f"{lookup}__like": pattern})
 
 
 def _search_term(search: Any, *, fields: Mapping[str, SearchField], searched_by) -> Q:
@@ -321,21 +388,24 @@ def _ordering(sort: Any, *, fields: Mapping[str, SearchField], tiebreak: str) ->
 # search term looks in the code. `products` and `product_variants` are lists of references,
 # which no comparison of these operators reads as one value: not searchable.
 COUPON_FIELDS = {
-    "id": integer("id"),
-    "code": text("code"),
-    "type": text("type"),
-    "discount": decimal("discount"),
-    "limit": integer("limit", nullable=True),
-    "store_wide": boolean("store_wide"),
-    "minimum_amount": decimal("minimum_amount", nullable=True),
-    "expires_at": timestamp("expires_at", nullable=True),
-    "maximum_discount_amount": decimal("maximum_discount_amount", nullable=True),
-    "applies_to": text("applies_to"),
-    "subscription_payments": integer("subscription_payments", nullable=True),
-    "created_at": timestamp("created_at"),
-    "updated_at": timestamp("updated_at"),
-    "store_id": integer("store_id"),
-    "deleted_at": timestamp("deleted_at", nullable=True),
+    name: search_field(Coupon, name)
+    for name in (
+        "id",
+        "code",
+        "type",
+        "discount",
+        "limit",
+        "store_wide",
+        "minimum_amount",
+        "expires_at",
+        "maximum_discount_amount",
+        "applies_to",
+        "subscription_payments",
+        "created_at",
+        "updated_at",
+        "store_id",
+        "deleted_at",
+    )
 }
 COUPON_SEARCHED_BY = ("code",)
 

@@ -4,15 +4,19 @@ Services raise `ApiError` subclasses; `api_exception_handler` (DRF) and the Djan
 below turn every error under /api/ into the same body. No view builds an error body by hand.
 """
 
+import math
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core import signals
 from django.core.exceptions import PermissionDenied
+from django.db import connections
 from django.http import Http404, JsonResponse
 from django.utils.log import log_response
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
+
+from config.db import statement_timed_out
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
             "api_error",
             "Something failed on our side. Retry later; quote the request_id.",
         ),
+        ErrorCode(
+            503,
+            "api_error",
+            "service_unavailable",
+            "The service could not answer in time (a database statement ran past the "
+            "request's limit); wait for the seconds given by Retry-After, then retry.",
+        ),
     ]
 }
 
@@ -176,6 +187,15 @@ class RateLimited(ApiError):
         super().__init__(message, headers={"Retry-After": str(retry_after)})
         self.retry_after = retry_after
         self.credential_budget = credential_budget
+
+
+class ServiceUnavailable(ApiError):
+    """503 with Retry-After: the request could not be answered now, and may be later."""
+
+    code = "service_unavailable"
+
+    def __init__(self, retry_after: float, message: str | None = None):
+        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after)))})
 
 
 class ValidationFailed(ApiError):
@@ -261,6 +281,18 @@ def _from_drf(exc: drf_exceptions.APIException) -> ApiError:
     return ApiError()
 
 
+def _statement_timed_out() -> ServiceUnavailable:
+    """PostgreSQL stopped a statement past the request's timeout (config/db.py): the database
+    is busier than a request may wait for, so the client waits about as long and retries. A
+    transaction still open around the view is aborted: it is rolled back, never committed, and
+    the connection serves the next request."""
+    for connection in connections.all(initialized_only=True):
+        if connection.in_atomic_block:
+            connection.set_rollback(True)
+    message = "A database statement of this request ran past its time limit; retry later."
+    return ServiceUnavailable(settings.DATABASE_STATEMENT_TIMEOUT_SECONDS, message)
+
+
 def api_error_response(error: ApiError, request) -> Response:
     body = error_body(error.code, request, error.message, error.param, error.errors)
     body.update(error.extra)
@@ -277,6 +309,8 @@ def api_exception_handler(exc, context):
         exc = Forbidden()
     elif isinstance(exc, drf_exceptions.APIException):
         exc = _from_drf(exc)
+    elif statement_timed_out(exc):
+        exc = _statement_timed_out()
     if not isinstance(exc, ApiError):
         unexpected, exc = exc, ApiError()
     response = api_error_response(exc, request)

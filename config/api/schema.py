@@ -29,7 +29,7 @@ RATE_LIMIT_RESPONSE_HEADERS = [
         "Retry-After",
         {"type": "integer", "minimum": 1},
         OpenApiParameter.HEADER,
-        response=[429],
+        response=[429, 503],
         required=True,
         description="Seconds to wait before retrying.",
     ),
@@ -53,8 +53,8 @@ RATE_LIMIT_RESPONSE_HEADERS = [
 
 
 class StorefrontAutoSchema(AutoSchema):
-    """DEFAULT_SCHEMA_CLASS: declares the headers every 429 carries on every operation that
-    lists a 429 (all of them, through `error_responses`), the 413 of operations with a body,
+    """DEFAULT_SCHEMA_CLASS: declares the headers every 429 and 503 carries on every operation
+    that lists them (all of them, through `error_responses`), the 413 of operations with a body,
     and X-STORE on store-scoped views (a `permission_area`: stores.access.StorePermission)."""
 
     def get_override_parameters(self):
@@ -85,9 +85,10 @@ ERROR = OpenApiResponse(ErrorEnvelopeSerializer, description="Error envelope")
 
 def error_responses(*statuses: int) -> dict:
     """The statuses a view can answer with the envelope; 400, 401, 406 (an `Accept` that JSON
-    cannot satisfy: content negotiation runs on every DRF view), 429 and 500 always apply. The
-    429 headers (Retry-After, X-RateLimit-*) come with `StorefrontAutoSchema`."""
-    return {status: ERROR for status in sorted({400, 401, 406, 429, 500, *statuses})}
+    cannot satisfy: content negotiation runs on every DRF view), 429, 500 and 503 (a statement
+    past the request's timeout, config/db.py) always apply. The 429 and 503 headers
+    (Retry-After, X-RateLimit-*) come with `StorefrontAutoSchema`."""
+    return {status: ERROR for status in sorted({400, 401, 406, 429, 500, 503, *statuses})}
 
 
 STORE_HEADER_PARAMETER = OpenApiParameter(

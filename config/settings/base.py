@@ -158,6 +158,9 @@ DATABASE_ROUTERS = ["config.replica.ReplicaRouter"]
 # How long opening a connection keeps trying while PostgreSQL refuses it (a restart, a
 # failover): requests wait that long for the server instead of failing at once (config/db.py).
 DATABASE_CONNECT_RETRY_SECONDS = env.seconds("DATABASE_CONNECT_RETRY_SECONDS", 5)
+# How long one statement of a web request may run (config/db.py): PostgreSQL stops it and the
+# request answers 503 with Retry-After; 0: no limit. Tasks, commands and migrations have none.
+DATABASE_STATEMENT_TIMEOUT_SECONDS = env.seconds("DATABASE_STATEMENT_TIMEOUT_SECONDS", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The per-request plain-SQL reads run as statements prepared once per PostgreSQL session
 # (config/db.py). Off by default with DATABASE_CONN_MAX_AGE=0: a connection per request has

@@ -1,7 +1,10 @@
 """Test-only URLconf: the real routes plus tiny views that exercise the shared conventions
 (`@pytest.mark.urls("tests.api.urls")`)."""
 
+from contextlib import nullcontext
+
 from django.core.exceptions import BadRequest, PermissionDenied
+from django.db import connection, transaction
 from django.http import Http404
 from django.urls import path
 from rest_framework.permissions import AllowAny
@@ -41,6 +44,23 @@ class ExplodingApiView(APIView):
         raise RuntimeError("secret internal detail")
 
 
+class DatabaseApiView(APIView):
+    """Runs one statement, with no credential: `?sleep=<seconds>` sleeps in PostgreSQL (inside
+    a transaction with `&atomic=1`); without it, answers the session's statement_timeout."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        with connection.cursor() as cursor:
+            if "sleep" not in request.query_params:
+                cursor.execute("SHOW statement_timeout")
+                return Response({"data": {"statement_timeout": cursor.fetchone()[0]}})
+            with transaction.atomic() if "atomic" in request.query_params else nullcontext():
+                cursor.execute("SELECT pg_sleep(%s)", [float(request.query_params["sleep"])])
+        return Response({"data": {"slept": True}})
+
+
 def exploding_django_view(request):
     raise RuntimeError("secret internal detail")
 
@@ -62,6 +82,7 @@ urlpatterns = [
     path("api/v2/test-coupon-area", CouponAreaView.as_view()),
     path("api/v2/test-echo", EchoApiView.as_view()),
     path("api/v2/test-explode", ExplodingApiView.as_view()),
+    path("api/v2/test-database", DatabaseApiView.as_view()),
     path("test-explode", exploding_django_view),
     path("api/v2/test-raise/<str:kind>", raising_django_view),
     path("test-raise/<str:kind>", raising_django_view),
