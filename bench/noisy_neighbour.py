@@ -13,7 +13,7 @@ For each checkout (every `--checkout DIR` in turn, then this one; a checkout wit
   store and all-abilities API keys;
 - starts the documented production web command, `gunicorn config.wsgi -c
   config/gunicorn.conf.py` (production settings, `WEB_CONCURRENCY` workers, `--bind` to a free
-  loopback port, nothing else), a Celery worker on the `webhooks` queue and beat;
+  loopback port, nothing else), a Celery worker (every queue) and beat;
 - through the API with a setup key of A's: sets A's signing secret and creates `--channels`
   webhook channels (until one is refused: a cap is expected) on two local receivers, one that
   accepts and never answers, one that answers a different malformed response each time;
@@ -410,15 +410,16 @@ def gunicorn_settings(checkout: Path, env: dict) -> str:
 
 
 def servers_of(checkout: Path, port: int, workdir: Path, args) -> dict[str, list[str]]:
-    """The web (the documented command; WEB_CONCURRENCY sets its workers), the webhooks worker
-    and beat, as docs/production.md runs them."""
+    """The web (the documented command; WEB_CONCURRENCY sets its workers), a worker and beat as
+    docs/production.md runs them; the worker consumes every queue, so whatever queue a
+    checkout sends a task to is served."""
     bin_dir = venv_bin(checkout)
     return {
         "gunicorn": [str(bin_dir / "gunicorn"), "config.wsgi", "-c", "config/gunicorn.conf.py",
                      "--bind", f"127.0.0.1:{port}"],
-        "worker": [str(bin_dir / "celery"), "-A", "config", "worker", "-Q", "webhooks",
-                   f"--concurrency={args.worker_concurrency}", "-n", "webhooks@%h",
-                   "--without-gossip", "--without-mingle", "-l", "WARNING"],
+        "worker": [str(bin_dir / "celery"), "-A", "config", "worker",
+                   f"--concurrency={args.worker_concurrency}", "--without-gossip",
+                   "--without-mingle", "-l", "WARNING"],
         "beat": [str(bin_dir / "celery"), "-A", "config", "beat", "-l", "WARNING",
                  "--schedule", str(workdir / "beat-schedule")],
     }  # fmt: skip
