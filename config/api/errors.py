@@ -107,6 +107,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
             "api_error",
             "Something failed on our side. Retry later; quote the request_id.",
         ),
+        ErrorCode(
+            503,
+            "api_error",
+            "service_unavailable",
+            "The service is at a bound of its own capacity for this kind of request right now; "
+            "retry after the seconds given by Retry-After.",
+        ),
     ]
 }
 
@@ -176,6 +183,17 @@ class RateLimited(ApiError):
         super().__init__(message, headers={"Retry-After": str(retry_after)})
         self.retry_after = retry_after
         self.credential_budget = credential_budget
+
+
+class ServiceUnavailable(ApiError):
+    """503 with Retry-After: a bound of the process's own capacity refused the request."""
+
+    code = "service_unavailable"
+
+    def __init__(self, retry_after: int, message: str | None = None):
+        retry_after = max(1, int(retry_after))
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+        self.retry_after = retry_after
 
 
 class ValidationFailed(ApiError):
