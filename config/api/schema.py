@@ -29,7 +29,7 @@ RATE_LIMIT_RESPONSE_HEADERS = [
         "Retry-After",
         {"type": "integer", "minimum": 1},
         OpenApiParameter.HEADER,
-        response=[429],
+        response=[429, 503],
         required=True,
         description="Seconds to wait before retrying.",
     ),
