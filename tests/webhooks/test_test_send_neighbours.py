@@ -183,4 +183,5 @@ def test_a_tenant_sending_test_events_to_a_hanging_receiver_slows_no_one_else(we
     assert max(loaded) <= SLOWEST_SECONDS, (max(loaded), sorted(loaded)[-5:])
     assert p95(loaded) <= P95_FACTOR * p95(idle), (p95(loaded), p95(idle))
     # and the noisy tenant was answered, not queued: its test sends beyond the bounds refused
-    assert noisy_answers and set(noisy_answers) <= {"422", "429", "503"}, noisy_answers
+    # at once (429: its store's test send in flight; 503: the process's calls at their bound)
+    assert "429" in noisy_answers and set(noisy_answers) <= {"422", "429", "503"}, noisy_answers
