@@ -38,9 +38,10 @@ RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
     DATABASE_URL=postgres://build.invalid/storefront \
     PROMETHEUS_MULTIPROC_DIR=/tmp/collectstatic-metrics \
     python manage.py collectstatic --noinput
-# gunicorn's settings (bind, heartbeat files in /dev/shm, the control socket in the writable
-# /var/lib/storefront) are in config/gunicorn.conf.py, linked where gunicorn looks by default
-# (its working directory): an operator's own gunicorn command in the image gets them too.
+# gunicorn's settings (bind, gthread workers with WEB_THREADS threads, heartbeat files in
+# /dev/shm, the control socket in the writable /var/lib/storefront) are in
+# config/gunicorn.conf.py, linked where gunicorn looks by default (its working directory): an
+# operator's own gunicorn command in the image gets them too.
 RUN ln -s config/gunicorn.conf.py /app/gunicorn.conf.py
 # Code and assets stay owned by root: the processes can read them, not change them.
 # Numeric, so orchestrators can verify it is not root (e.g. Kubernetes runAsNonRoot).

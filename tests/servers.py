@@ -226,33 +226,47 @@ class PgBouncer:
 
 
 class Gunicorn:
-    """`gunicorn config.wsgi` under config.settings.production (docs/production.md) with
-    `workers` sync workers, plain HTTP on a free loopback port (no SSL redirect: as behind a
-    proxy that terminates TLS, production_environment's https BASE_URL being the public root);
-    `environment` over those and production_environment's (None: the production default). A
-    context manager that starts it, waits for /healthz (asked for the first of ALLOWED_HOSTS),
-    and stops it."""
+    """`gunicorn config.wsgi` under config.settings.production with `workers` sync workers, or
+    with `config_file` as docs/production.md runs it (config/gunicorn.conf.py's worker class
+    and threads; `workers` None: WEB_CONCURRENCY's), plain HTTP on a free loopback port (no SSL
+    redirect: as behind a proxy that terminates TLS, production_environment's https BASE_URL
+    being the public root); `environment` over those and production_environment's (None: the
+    production default). A context manager that starts it, waits for /healthz (asked for the
+    first of ALLOWED_HOSTS), and stops it."""
 
-    def __init__(self, log_path: Path, *, workers: int, **environment: str):
+    def __init__(
+        self, log_path: Path, *, workers: int | None, config_file: bool = False, **environment: str
+    ):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workers = workers
+        self.config_file = config_file
         self.log_path = log_path
         self.environment = production_environment(
             **{
                 "ALLOWED_HOSTS": "127.0.0.1",
                 "SECURE_SSL_REDIRECT": "false",
+                # config/gunicorn.conf.py's control socket goes there.
+                **({"STOREFRONT_VAR_DIR": str(log_path.parent)} if config_file else {}),
                 **environment,
             }
         )
         self.process: subprocess.Popen | None = None
 
+    def command(self) -> list[str]:
+        command = ["config.wsgi", "--bind", f"127.0.0.1:{self.port}"]
+        if self.config_file:
+            command += ["-c", "config/gunicorn.conf.py"]
+        else:
+            command += ["--worker-tmp-dir", "/dev/shm"]
+        if self.workers is not None:
+            command += ["--workers", str(self.workers)]
+        return [sys.executable, "-m", "gunicorn", *command]
+
     def __enter__(self) -> "Gunicorn":
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "config.wsgi",
-                 "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
-                 "--worker-tmp-dir", "/dev/shm"],
+                self.command(),
                 cwd=ROOT,
                 env=self.environment,
                 stdout=log,

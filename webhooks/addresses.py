@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from webhooks.outbound import DNS_CHECK, outbound_call
 from webhooks.resolver import ip_literal, resolve
 
 logger = logging.getLogger(__name__)
@@ -276,11 +277,12 @@ def url_check(url: str, *, store_id: int | None = None) -> str:
             # The caller's own IP literal: naming its kind of range tells them nothing new.
             raise DestinationRefused(f"host {host} is {refusal}") from None
         return url
-    # Bounded well below the resolver's own timeouts (glibc: 5 s per try and server): this
-    # runs inside a synchronous web worker.
+    # Bounded well below the resolver's own timeouts (glibc: 5 s per try and server), and in
+    # number (webhooks/outbound.py): the request's thread waits for it.
     timeout = settings.WEBHOOKS_DNS_TIMEOUT_SECONDS
     try:
-        addresses = resolve(host, timeout=timeout, store_id=store_id)
+        with outbound_call(kind=DNS_CHECK, store_id=store_id, seconds=timeout):
+            addresses = resolve(host, timeout=timeout, store_id=store_id)
     except (OSError, UnicodeError) as error:
         if private_destinations_allowed():
             return url

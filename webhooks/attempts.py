@@ -9,7 +9,6 @@ in flight at once), the leases kept alive while their worker lives (leases.py), 
 failed attempt leads to (failures.py: the retry's wait, the destination's health).
 """
 
-import json
 import logging
 import time
 import uuid
@@ -21,7 +20,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from config import metrics
-from events.serializers import event_resource
 from webhooks.addresses import url_origin
 from webhooks.failures import (
     destination_health_update,
@@ -30,6 +28,7 @@ from webhooks.failures import (
 )
 from webhooks.leases import keeper
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
+from webhooks.payloads import webhook_body
 from webhooks.queueing import (
     deliveries_enqueue,
     destination_drain_marker_clear,
@@ -128,9 +127,7 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
 
 def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
     """Sends the claimed delivery once and records the outcome; returns its new status."""
-    # `"test": false`: a channel's test send carries true (webhooks/channel_services.py).
-    resource = {**event_resource(delivery.event), "test": False}
-    body = json.dumps(resource, separators=(",", ":")).encode()
+    body = webhook_body(delivery.event, test=False)
     try:
         secrets = signing_secrets(store_id=delivery.store_id)
         if secrets:

@@ -7,18 +7,21 @@ registry); the delivery pipeline itself is webhooks/services.py's and webhooks/a
 
 import base64
 import binascii
-import json
 import uuid
 from urllib.parse import urlsplit, urlunsplit
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from config.api.errors import Conflict, NotFound, ValidationFailed
+from events.models import Event
 from events.registry import event_type_get
 from stores.models import Store
 from webhooks.models import WebhookChannel, WebhookSendSlot, WebhookSigningSecret
+from webhooks.outbound import TEST_SEND, outbound_call
+from webhooks.payloads import webhook_body
 from webhooks.selectors import signing_secrets
 from webhooks.sender import send
 from webhooks.services import (
@@ -156,26 +159,28 @@ def signing_secret_supplied(*, store, signing_secret: str) -> None:
 
 
 def test_body(*, store, event_type: str) -> tuple[str, bytes]:
-    """The mock event of a test send: the production envelope from the type's example, with
-    `"test": true`; a fresh `evt_test_` id each time. It is never recorded in the journal."""
+    """The mock event of a test send: the type's example as an event of the store, in the body
+    every delivery has (webhooks/payloads.py), with `"test": true`; a fresh `evt_test_` id each
+    time. It is never recorded in the journal."""
     registered = event_type_get(event_type)
-    message_id = f"evt_test_{uuid.uuid4().hex}"
-    resource = {
-        "id": message_id,
-        "type": registered.type,
-        "version": registered.version,
-        "store_id": store.pk,
-        "occurred_at": timezone.now().isoformat().replace("+00:00", "Z"),
-        "subject": {"type": registered.subject_type, "id": "test"},
-        "data": registered.example,
-        "test": True,
-    }
-    return message_id, json.dumps(resource, separators=(",", ":")).encode()
+    event = Event(
+        id=f"evt_test_{uuid.uuid4().hex}",
+        store=store,
+        type=registered.type,
+        version=registered.version,
+        subject_type=registered.subject_type,
+        subject_id="test",
+        data=registered.example,
+        occurred_at=timezone.now(),
+    )
+    return event.id, webhook_body(event, test=True)
 
 
 def channel_test_send(*, store, channel: WebhookChannel, event_type: str) -> None:
-    """Sends one signed test event now: one attempt, no retry, no redirect followed (the
-    sender follows none). Raises ValidationFailed saying what the receiver did otherwise."""
+    """Sends one signed test event now: one attempt within WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS,
+    no retry, no redirect followed (the sender follows none), at most one at a time per store
+    and a few per process (webhooks/outbound.py: 429 or 503 beyond). Raises ValidationFailed
+    saying what the receiver did otherwise."""
     if event_type not in channel.event_types:
         raise ValidationFailed.field("event", "is not in the channel's allowed_notifications")
     if not channel.enabled:
@@ -186,7 +191,11 @@ def channel_test_send(*, store, channel: WebhookChannel, event_type: str) -> Non
             "signing_secret", "set the store's signing secret before sending a test event"
         )
     message_id, body = test_body(store=store, event_type=event_type)
-    result = send(url=channel.url, message_id=message_id, body=body, secrets=secrets)
+    seconds = settings.WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS
+    with outbound_call(kind=TEST_SEND, store_id=store.pk, seconds=seconds):
+        result = send(
+            url=channel.url, message_id=message_id, body=body, secrets=secrets, seconds=seconds
+        )
     if not result.succeeded:
         outcome = (
             f"the receiver answered HTTP {result.response_status}"

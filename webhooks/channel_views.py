@@ -136,7 +136,7 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         description="Creates a channel: its URL (checked as a destination's) receives the "
         "allowed event types, signed with the store's signing secret.",
         request=WebhookChannelCreateSerializer,
-        responses={201: CHANNEL_RESPONSE, **error_responses(403, 409, 415, 422)},
+        responses={201: CHANNEL_RESPONSE, **error_responses(403, 409, 415, 422, 503)},
         examples=[
             OpenApiExample("Channel", value=WRITE_EXAMPLE, request_only=True),
             response_example("Channel", {"data": WEBHOOK_CHANNEL_EXAMPLE}, 201),
@@ -180,7 +180,7 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         description="The whole representation: name, url and allowed_notifications.",
         parameters=[CHANNEL_PATH_PARAMETER],
         request=WebhookChannelReplaceSerializer,
-        responses={200: CHANNEL_RESPONSE, **error_responses(403, 404, 409, 415, 422)},
+        responses={200: CHANNEL_RESPONSE, **error_responses(403, 404, 409, 415, 422, 503)},
         examples=[
             OpenApiExample("Channel", value=WRITE_EXAMPLE, request_only=True),
             response_example("Channel", {"data": WEBHOOK_CHANNEL_EXAMPLE}),
@@ -201,7 +201,7 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         "disabled channel back on.",
         parameters=[CHANNEL_PATH_PARAMETER],
         request=WebhookChannelUpdateSerializer,
-        responses={200: CHANNEL_RESPONSE, **error_responses(403, 404, 409, 415, 422)},
+        responses={200: CHANNEL_RESPONSE, **error_responses(403, 404, 409, 415, 422, 503)},
         examples=[
             OpenApiExample("Turn back on", value={"enabled": True}, request_only=True),
             response_example("Channel", {"data": WEBHOOK_CHANNEL_EXAMPLE}),
@@ -307,15 +307,19 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     @extend_schema(
         operation_id="sendTestWebhook",
         summary="Send a test event to a channel",
-        description='Sends one signed mock event (the type\'s example, `"test": true`) now: '
-        "one attempt, no retry, no redirect followed; never in the journal. 200 when the "
-        "receiver answered 2xx; otherwise a 422 (`param` `url`) saying what it answered, or "
-        "409 when the channel is disabled.",
+        description="Sends one signed mock event (the type's example as an event of the store, "
+        'in the body every delivery has, with `"test": true`) now: one attempt within '
+        "WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS (5 s by default), no retry, no redirect followed; "
+        "never in the journal. 200 when the receiver answered 2xx; otherwise a 422 (`param` "
+        "`url`) saying what it answered, or 409 when the channel is disabled. One test send "
+        "per store at a time: another one meanwhile is a 429 with Retry-After (the seconds "
+        "until the first is over at the latest); a 503 with Retry-After when the server is "
+        "waiting on as many receivers as it allows.",
         parameters=[CHANNEL_PATH_PARAMETER],
         request=WebhookChannelTestSerializer,
         responses={
             200: data_envelope("WebhookChannelTestResponse", WebhookChannelTestResultSerializer),
-            **error_responses(403, 404, 409, 415, 422),
+            **error_responses(403, 404, 409, 415, 422, 503),
         },
         examples=[
             OpenApiExample("Event", value={"event": "order.completed"}, request_only=True),

@@ -52,14 +52,14 @@ def leases_outlast_the_sending_tasks(app_configs, **kwargs):
 
 @checks.register(checks.Tags.compatibility, "webhooks")
 def bounded_settings_stay_in_their_bounds(app_configs, **kwargs):
-    # The DNS lookup of a destination runs inside a sync web worker (hardening point 4: at most
+    # The DNS lookup of a destination holds its web request's thread (hardening point 4: at most
     # 2 s), and every bound of a send needs at least one slot or nothing is ever sent.
     errors = []
     if not 0 < settings.WEBHOOKS_DNS_TIMEOUT_SECONDS <= 2:
         errors.append(
             checks.Error(
                 "WEBHOOKS_DNS_TIMEOUT_SECONDS must be more than 0 and at most 2.",
-                hint="A longer lookup holds a web worker while a destination is saved.",
+                hint="A longer lookup holds a web thread while a destination is saved.",
                 id="webhooks.E003",
             )
         )

@@ -69,11 +69,14 @@ def _read_limited(response: requests.Response, limit: int) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def send(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendResult:
-    """POSTs one signed delivery within WEBHOOKS_TIMEOUT_SECONDS in all; never raises for
-    network or HTTP failures."""
-    with AttemptDeadline(settings.WEBHOOKS_TIMEOUT_SECONDS) as deadline:
-        result = _post(url=url, message_id=message_id, body=body, secrets=secrets)
+def send(
+    *, url: str, message_id: str, body: bytes, secrets: list[str], seconds: float | None = None
+) -> SendResult:
+    """POSTs one signed delivery within `seconds` in all (WEBHOOKS_TIMEOUT_SECONDS unless
+    given); never raises for network or HTTP failures."""
+    seconds = settings.WEBHOOKS_TIMEOUT_SECONDS if seconds is None else seconds
+    with AttemptDeadline(seconds) as deadline:
+        result = _post(url=url, message_id=message_id, body=body, secrets=secrets, seconds=seconds)
     if deadline.expired:
         session_reset()
         if not result.succeeded:
@@ -100,7 +103,9 @@ def _failure_kind(error: requests.RequestException) -> str:
     return "connection error" if isinstance(error, requests.ConnectionError) else "request error"
 
 
-def _post(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> SendResult:
+def _post(
+    *, url: str, message_id: str, body: bytes, secrets: list[str], seconds: float
+) -> SendResult:
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
@@ -121,7 +126,7 @@ def _post(*, url: str, message_id: str, body: bytes, secrets: list[str]) -> Send
             url,
             data=body,
             headers=headers,
-            timeout=settings.WEBHOOKS_TIMEOUT_SECONDS,
+            timeout=seconds,
             allow_redirects=False,
             stream=True,
         )

@@ -17,6 +17,7 @@ environment proxies are ignored (a proxy would connect on our behalf, unchecked)
 """
 
 import logging
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -153,21 +154,26 @@ def _session_new() -> requests.Session:
 
 
 _session: requests.Session | None = None
+# The web's threads share the session (urllib3's pools are thread-safe); making or dropping it
+# is one step, so that two threads never each make one and one of them leaks its pools.
+_session_lock = threading.Lock()
 
 
 def session_get() -> requests.Session:
     """One session per process (Celery prefork children each get their own)."""
     global _session
-    if _session is None:
-        _session = _session_new()
-    return _session
+    with _session_lock:
+        if _session is None:
+            _session = _session_new()
+        return _session
 
 
 def session_reset() -> None:
     """Drops every pooled connection (after a deadline cut one mid-exchange) and every checked
-    answer."""
+    answer. Another thread's request in flight keeps its connection until it ends."""
     global _session
-    _answers.clear()
-    if _session is not None:
-        _session.close()
-        _session = None
+    with _session_lock:
+        _answers.clear()
+        session, _session = _session, None
+    if session is not None:
+        session.close()

@@ -152,7 +152,8 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             201: data_envelope(
                 "WebhookDestinationCreatedResponse", WebhookDestinationWithSecretSerializer
             ),
-            **error_responses(403, 409, 415, 422),
+            # 429/503: the URL's DNS check is at its bound (webhooks/outbound.py)
+            **error_responses(403, 409, 415, 422, 503),
         },
         examples=[
             OpenApiExample("Destination", value=WEBHOOK_DESTINATION_PUT_EXAMPLE, request_only=True),

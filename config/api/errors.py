@@ -115,8 +115,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
             503,
             "api_error",
             "service_unavailable",
-            "The service could not answer in time (a database statement ran past the "
-            "request's limit); wait for the seconds given by Retry-After, then retry.",
+            "The service is at a bound of its own capacity for this request right now (a "
+            "database statement ran past the request's limit, or too many outbound calls are "
+            "in flight); retry after the seconds given by Retry-After.",
         ),
     ]
 }
@@ -190,12 +191,15 @@ class RateLimited(ApiError):
 
 
 class ServiceUnavailable(ApiError):
-    """503 with Retry-After: the request could not be answered now, and may be later."""
+    """503 with Retry-After: a bound of the service's own capacity refused the request (it
+    may be answered later)."""
 
     code = "service_unavailable"
 
     def __init__(self, retry_after: float, message: str | None = None):
-        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after)))})
+        retry_after = max(1, math.ceil(retry_after))
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+        self.retry_after = retry_after
 
 
 class ValidationFailed(ApiError):

@@ -47,6 +47,13 @@ RATE_LIMIT_REFUSALS = Counter(
     "(per-address budget of the OAuth endpoints).",
     ["limit"],
 )
+OUTBOUND_CALL_REFUSALS = Counter(
+    "storefront_outbound_call_refusals",
+    "Outbound calls a request would have waited for, refused by their bound: `call` "
+    "test_send or dns_check; `bound` store (429: the store's one in flight) or process "
+    "(503: WEBHOOKS_OUTBOUND_CALLS_PER_PROCESS).",
+    ["call", "bound"],
+)
 SIGN_IN_LOCKOUTS = Counter(
     "storefront_sign_in_lockouts",
     "Sign-in attempts answered with the lock-out page (django-axes, any of its limits).",
@@ -115,6 +122,10 @@ def sign_in_locked_out() -> None:
     SIGN_IN_LOCKOUTS.inc()
 
 
+def outbound_call_refused(*, call: str, bound: str) -> None:
+    OUTBOUND_CALL_REFUSALS.labels(call=call, bound=bound).inc()
+
+
 def rate_limit_refused(bucket: str) -> None:
     """`bucket` is the limiter's key (`cred:<key>`, `oauth:<endpoint>:<address>`): only its
     kind becomes a label, never the credential or the address."""
@@ -129,3 +140,6 @@ for _status in FINAL_DELIVERY_STATUSES:
     WEBHOOK_DELIVERIES_FINISHED.labels(status=_status)
 for _limit in RATE_LIMITS:
     RATE_LIMIT_REFUSALS.labels(limit=_limit)
+for _call in ("test_send", "dns_check"):
+    for _bound in ("store", "process"):
+        OUTBOUND_CALL_REFUSALS.labels(call=_call, bound=_bound)

@@ -10,6 +10,13 @@ WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
 )
 WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
+# A channel's test send, which its request waits for (webhooks/outbound.py bounds how many).
+WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS", 5)
+# Outbound calls (test sends, DNS checks) a web process waits for at once: well below its
+# threads (WEB_THREADS), so that the other tenants' requests always find one.
+WEBHOOKS_OUTBOUND_CALLS_PER_PROCESS = env.count(
+    "WEBHOOKS_OUTBOUND_CALLS_PER_PROCESS", default=2, minimum=1
+)
 # Hard time limit of the sending tasks (prefork only: config/celery.py).
 WEBHOOKS_TIME_LIMIT_SECONDS = env.seconds("WEBHOOKS_TIME_LIMIT_SECONDS", 45)
 # The pool counts the limit from when it learns the task started and looks once a second

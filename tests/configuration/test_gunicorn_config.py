@@ -70,6 +70,8 @@ def test_any_gunicorn_command_gets_the_images_settings(image_like):
     assert values["control_socket"] == str(var / "gunicorn.ctl")
     assert values["worker_tmp_dir"] == "/dev/shm"
     assert values["bind"] == "['0.0.0.0:8000']"
+    # threads: a request waiting on another server holds a thread, not the process
+    assert (values["worker_class"], values["threads"]) == ("gthread", "8")
 
 
 def test_an_operators_own_command_line_starts_without_an_error_line(image_like, tmp_path):

@@ -1,6 +1,7 @@
 """The real service's official Python SDK (`sellapp-sdk`, the client our users already have)
-driving our API as served in production: gunicorn under config.settings.production, on the
-suite's test database, over plain HTTP on loopback (as behind a proxy that ends TLS)."""
+driving our API as served in production: gunicorn with config/gunicorn.conf.py under
+config.settings.production, on the suite's test database, over plain HTTP on loopback (as behind
+a proxy that ends TLS)."""
 
 from contextlib import contextmanager
 from urllib.parse import quote
@@ -34,6 +35,7 @@ def production_server(tmp_path_factory, django_db_blocker, **environment):
     with Gunicorn(
         log_path,
         workers=1,
+        config_file=True,  # the worker class and threads docs/production.md's command has
         DATABASE_URL=database_url,
         ALLOWED_HOSTS="127.0.0.1",
         BASE_URL="https://api.example.com",

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -361,3 +362,34 @@ def store_secret(store, *, previous: bool = False) -> str:
     """The store's signing secret (or the previous one) as stored."""
     found = WebhookSigningSecret.objects.get(store=store)
     return found.previous_secret if previous else found.secret
+
+
+class SilentReceiver:
+    """A receiver that accepts every TCP connection and never answers, holding each open until
+    closed: a sender waits its whole budget on it."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.connections: list[socket.socket] = []
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/hooks"
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                accepted, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections.append(accepted)
+
+    def close(self) -> None:
+        self.closed.set()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self.listener.close()
+        for accepted in self.connections:
+            accepted.close()
