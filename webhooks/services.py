@@ -29,7 +29,7 @@ from events.models import Event
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSendSlot, WebhookSigningSecret
-from webhooks.queueing import drain_request_on_commit
+from webhooks.queueing import drain_request_on_commit, drains_request_on_commit
 from webhooks.selectors import delivery_get, destination_get
 
 logger = logging.getLogger(__name__)
@@ -293,8 +293,7 @@ def deliveries_create_for_event(*, event) -> list[WebhookDelivery]:
         return []
     rooms[event.store_id] = room - len(channels)
     deliveries = _deliveries_new([(event, channel) for channel in channels])
-    for channel in channels:
-        drain_request_on_commit(channel.pk)
+    drains_request_on_commit([channel.pk for channel in channels])
     return deliveries
 
 

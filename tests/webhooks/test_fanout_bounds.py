@@ -12,9 +12,10 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from config.api.errors import ValidationFailed
+from config.celery import app
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory, WebhookChannelFactory
-from tests.webhooks.helpers import record_order_completed
+from tests.webhooks.helpers import queued, record_order_completed
 from webhooks.channel_services import channel_create
 from webhooks.models import WebhookChannel, WebhookDelivery
 
@@ -140,3 +141,21 @@ def test_an_event_past_the_store_s_pending_ceiling_gets_no_deliveries(store, set
     assert WebhookDelivery.objects.filter(store=store, status="pending").count() == 4
     withheld = [r for r in caplog.records if "pending deliveries" in r.getMessage()]
     assert [r.event_id for r in withheld] == [third.pk, fourth.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_of_events_queues_one_drain_per_channel():
+    # given: three channels, and a batch of events in one transaction
+    app.control.purge()
+    store = StoreFactory()
+    made = channels(store, 3)
+    # when
+    with transaction.atomic():
+        for n in range(5):
+            record_order_completed(store, order_id=n)
+    # then
+    try:
+        drains = sorted(queued())
+        assert drains == [("webhooks.destination_drain", [c.pk]) for c in made]
+    finally:
+        app.control.purge()
