@@ -44,6 +44,10 @@ def _recover_budget_take(*, channel: WebhookChannel, now) -> WebhookRecovery:
     with transaction.atomic():
         # Serialises the store's recover calls: each counts the others' rows.
         Store.objects.select_for_update(no_key=True).only("id").get(pk=channel.store_id)
+        # Rows past the window count no more: a store keeps at most calls_limit of them.
+        WebhookRecovery.objects.filter(
+            store_id=channel.store_id, created_at__lte=now - window
+        ).delete()
         # At most calls_limit rows: a refused call writes none.
         spent = list(
             WebhookRecovery.objects.filter(

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from tests.factories import WebhookChannelFactory
 from tests.webhooks.helpers import record_order_completed
-from webhooks.models import WebhookChannel, WebhookDelivery
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookRecovery
 
 pytestmark = pytest.mark.django_db
 
@@ -122,3 +122,16 @@ def test_the_admin_s_recover_action_spends_the_same_budget(admin_client, store, 
     assert "0 deliveries queued" in first.content.decode()
     refused = second.content.decode()
     assert "At most 1 recover calls per store" in refused and "retry after" in refused
+
+
+def test_a_call_past_the_window_counts_no_more_and_its_row_goes(auth_client, store, settings):
+    # given: one call a window, spent an hour ago
+    settings.WEBHOOKS_RECOVER_CALLS_LIMIT = 1
+    channel = missed_while_off(auth_client, store, 1)
+    assert recover(auth_client, channel).status_code == 202
+    WebhookRecovery.objects.update(created_at=timezone.now() - timedelta(hours=1, seconds=1))
+    # when
+    again = recover(auth_client, channel)
+    # then
+    assert again.status_code == 202
+    assert WebhookRecovery.objects.filter(store=store).count() == 1
