@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.factories import WebhookChannelFactory
+from tests.factories import MembershipFactory, WebhookChannelFactory, make_api_key
 from tests.webhooks.helpers import record_order_completed
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookRecovery
 
@@ -135,3 +135,27 @@ def test_a_call_past_the_window_counts_no_more_and_its_row_goes(auth_client, sto
     # then
     assert again.status_code == 202
     assert WebhookRecovery.objects.filter(store=store).count() == 1
+
+
+def test_a_noisy_store_at_its_bounds_costs_another_store_nothing(
+    auth_client, store, client_for, settings
+):
+    # given: a store that spent its recover calls and sits at its pending ceiling
+    settings.WEBHOOKS_RECOVER_CALLS_LIMIT = 1
+    settings.WEBHOOKS_STORE_PENDING_MAX = 2
+    noisy = missed_while_off(auth_client, store, 2)
+    assert recover(auth_client, noisy).status_code == 202
+    record_order_completed(store, order_id=99)
+    assert recover(auth_client, noisy).status_code == 429
+    # and a quiet store of another user, with an event its channel missed
+    quiet_owner = MembershipFactory().user
+    quiet_store = quiet_owner.memberships.get().store
+    quiet_client = client_for(make_api_key(quiet_owner))
+    quiet = missed_while_off(quiet_client, quiet_store, 1)
+    # when
+    event = record_order_completed(quiet_store, order_id=1)
+    recovered = recover(quiet_client, quiet)
+    # then: the quiet store's event has its delivery and its recover its own budget
+    assert WebhookDelivery.objects.filter(event=event, destination=quiet).count() == 1
+    assert recovered.status_code == 202 and recovered.json()["data"]["queued"] == 1
+    assert not WebhookDelivery.objects.filter(store=store, event__subject_id="99").exists()
