@@ -115,7 +115,10 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
             try:
                 outcome = run(channel)
             except ApiError as error:
-                self.message_user(request, f"{channel}: {error.message}", messages.ERROR)
+                # The store's recover budget (webhooks/recovery.py) binds the admin too.
+                retry_after = getattr(error, "retry_after", None)  # RateLimited's
+                wait = f" (retry after {retry_after} s)" if retry_after else ""
+                self.message_user(request, f"{channel}: {error.message}{wait}", messages.ERROR)
             else:
                 self.message_user(request, f"{channel}: {done.format(outcome)}")
 

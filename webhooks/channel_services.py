@@ -27,6 +27,7 @@ from webhooks.sender import send
 from webhooks.services import (
     SECRET_PREFIX,
     _pending_deliveries_disable,
+    channel_room_check,
     destination_enabled_set,
     signing_secret_set,
 )
@@ -100,7 +101,9 @@ def channel_create(*, store, url: str, allowed_notifications: list[str], name=No
         created_at=now,
         updated_at=now,
     )
-    return _saved(channel)
+    with transaction.atomic():
+        channel_room_check(store=store)
+        return _saved(channel)
 
 
 def channel_update(*, channel: WebhookChannel, **changes) -> WebhookChannel:

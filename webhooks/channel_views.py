@@ -134,7 +134,9 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         operation_id="createWebhookChannel",
         summary="Create a webhook channel",
         description="Creates a channel: its URL (checked as a destination's) receives the "
-        "allowed event types, signed with the store's signing secret.",
+        "allowed event types, signed with the store's signing secret. A store has at most 20 "
+        "channels (WEBHOOKS_STORE_CHANNELS_MAX): one more is a 422 (`param` "
+        "`non_field_errors`).",
         request=WebhookChannelCreateSerializer,
         responses={201: CHANNEL_RESPONSE, **error_responses(403, 409, 415, 422, 503)},
         examples=[
@@ -351,9 +353,12 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
         description="Queues one new pending delivery for every retained event in [since, "
         "until) (until defaults to now) that the channel is subscribed to and that has no "
         "succeeded and no pending delivery to it. 202 with the number queued; again right "
-        "away it queues 0. `since` outside the retention or not before `until`: 422; a "
+        "away it queues 0, and an event a recover sent is not queued again (a disable and "
+        "enable included). `since` outside the retention or not before `until`: 422; a "
         "disabled channel: 409 (enable it first). At most 5000 per call: when more are "
-        "missed, `until` is where it stopped; call again from there.",
+        "missed, `until` is where it stopped; call again from there. Budgeted per store: 20 "
+        "calls and 20000 queued deliveries an hour, and none while the store has 50000 "
+        "pending deliveries; past them a 429 with Retry-After.",
         parameters=[CHANNEL_PATH_PARAMETER],
         request=WebhookChannelRecoverSerializer,
         responses={

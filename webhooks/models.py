@@ -174,6 +174,9 @@ class WebhookDelivery(models.Model):
     # capped per store per window (services.delivery_replay). A plain column, not a foreign
     # key: an audit note that needs no index for deletes (deliveries go with their event).
     replay_of = models.UUIDField(null=True, blank=True)
+    # Queued by a recover (webhooks/recovery.py): its event is not missed by that channel
+    # again, whatever becomes of this delivery (a disable and enable after it included).
+    recovered = models.BooleanField(default=False, db_default=False)
     # When a send message was last queued; the sweeper re-queues due deliveries after a while.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -210,6 +213,28 @@ class WebhookDelivery(models.Model):
 
     def __str__(self):
         return f"{self.event_type} {self.id} ({self.status})"
+
+
+class WebhookRecovery(models.Model):
+    """One recover call of a store's channel (webhooks/recovery.py): the store's recover budget
+    counts these rows and their `queued` in a sliding window. Written when the call starts,
+    with the deliveries it may queue, and lowered to those it queued when it ends, so
+    concurrent calls cannot spend the same budget twice."""
+
+    # Indexed by recovery_store_created_idx (store first), not on its own.
+    store = models.ForeignKey(
+        "stores.Store", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    # The channel's id; a plain column, the row outlives a deleted channel within its window.
+    channel_id = models.BigIntegerField()
+    queued = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["store", "created_at"], name="recovery_store_created_idx")]
+
+    def __str__(self):
+        return f"recover of channel {self.channel_id}: {self.queued} queued"
 
 
 class WebhookDeliveryTotal(models.Model):

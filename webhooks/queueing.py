@@ -113,6 +113,23 @@ def drain_request_on_commit(destination_id) -> None:
     transaction.on_commit(lambda: destination_drain_request(destination_id), robust=True)
 
 
+def drains_request_on_commit(destination_ids: list) -> None:
+    """drain_request_on_commit of each of an event's channels, in one cache round trip when
+    their drains are queued or running already (a batch of events: all but the first)."""
+    transaction.on_commit(lambda: _drains_request(destination_ids), robust=True)
+
+
+def _drains_request(destination_ids: list) -> None:
+    keys = {destination_id: _drain_marker_key(destination_id) for destination_id in destination_ids}
+    try:
+        marked = cache.get_many(list(keys.values()))
+    except Exception:
+        marked = {}  # no cache: each request below decides, as a single one would
+    for destination_id, key in keys.items():
+        if key not in marked:
+            destination_drain_request(destination_id)
+
+
 def destination_drain_continue(destination_id) -> None:
     """Queues the successor of a drain that ran out of time with deliveries still due."""
     with contextlib.suppress(Exception):

@@ -1,13 +1,22 @@
 """Recover what a channel missed (issue 31 §2): one new pending delivery for every retained event
-in [since, until) that the channel is subscribed to and that has no `succeeded` and no
-`pending` delivery to it (failed ones, ones disabled while the channel was off, and events that
-got none).
+in [since, until) that the channel is subscribed to and that it has not received, is not about
+to, and was not sent by a recover already: no `succeeded` and no `pending` delivery to it, and no
+delivery a recover queued (so failed ones, ones turned `disabled` when the channel was turned
+off, and events that got none are recovered once; a disable and enable do not make them missed
+again).
+
+Budgeted per store (docs/decisions/hardening.md, Hardening V, 5): at most
+WEBHOOKS_RECOVER_CALLS_LIMIT calls and WEBHOOKS_RECOVER_QUEUED_LIMIT queued deliveries in any
+WEBHOOKS_RECOVER_WINDOW_SECONDS, and never past the store's pending ceiling
+(WEBHOOKS_STORE_PENDING_MAX); a call with nothing left is RateLimited with Retry-After. A call
+reserves its share of the budget when it starts (a WebhookRecovery row), so concurrent calls
+cannot spend it twice, and gives back what it did not queue when it ends.
 
 Bounded work per request: events are taken in batches of WEBHOOKS_RECOVER_BATCH, oldest first,
 each batch in its own short transaction holding the channel's row lock (so two recovers of
 one channel cannot both queue an event: the second batch sees the first's deliveries), and at
-most WEBHOOKS_RECOVER_MAX per request; when that cap stops it, the answer's `until` is where
-it stopped, and the client calls again from there.
+most WEBHOOKS_RECOVER_MAX (or what the budget leaves) per request; when that stops it, the
+answer's `until` is where it stopped, and the client calls again from there.
 """
 
 from datetime import timedelta
@@ -17,14 +26,57 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from config.api.errors import Conflict, ValidationFailed
+from config.api.errors import Conflict, RateLimited, ValidationFailed
 from events.models import Event
-from webhooks.models import WebhookChannel, WebhookDelivery
+from stores.models import Store
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookRecovery
 from webhooks.queueing import drain_request_on_commit
-from webhooks.services import _delivery_new
+from webhooks.services import _deliveries_new, budget_wait, pending_room_check
 
-BATCH = 500
-MAX_PER_REQUEST = 5000
+
+def _recover_budget_take(*, channel: WebhookChannel, now) -> WebhookRecovery:
+    """This call's row, holding how many deliveries it may queue: what the per-call cap, the
+    store's recover budget and its pending room leave. RateLimited when that is none."""
+    window_seconds = settings.WEBHOOKS_RECOVER_WINDOW_SECONDS
+    window = timedelta(seconds=window_seconds)
+    calls_limit = settings.WEBHOOKS_RECOVER_CALLS_LIMIT
+    queued_limit = settings.WEBHOOKS_RECOVER_QUEUED_LIMIT
+    with transaction.atomic():
+        # Serialises the store's recover calls: each counts the others' rows.
+        Store.objects.select_for_update(no_key=True).only("id").get(pk=channel.store_id)
+        # Rows past the window count no more: a store keeps at most calls_limit of them.
+        WebhookRecovery.objects.filter(
+            store_id=channel.store_id, created_at__lte=now - window
+        ).delete()
+        # At most calls_limit rows: a refused call writes none.
+        spent = list(
+            WebhookRecovery.objects.filter(
+                store_id=channel.store_id, created_at__gt=now - window
+            ).values_list("created_at", "queued")
+        )
+        calls = [(when, 1) for when, _ in spent]
+        wait = budget_wait(spent=calls, limit=calls_limit, window=window, now=now)
+        if wait is not None:
+            raise RateLimited(
+                int(wait) + 1,
+                f"At most {calls_limit} recover calls per store in {window_seconds:g} s; "
+                "try later.",
+            )
+        wait = budget_wait(spent=spent, limit=queued_limit, window=window, now=now)
+        if wait is not None:
+            raise RateLimited(
+                int(wait) + 1,
+                f"At most {queued_limit} deliveries queued by recover per store in "
+                f"{window_seconds:g} s; try later.",
+            )
+        allowance = min(
+            settings.WEBHOOKS_RECOVER_MAX,
+            queued_limit - sum(queued for _, queued in spent),
+            pending_room_check(store_id=channel.store_id),
+        )
+        return WebhookRecovery.objects.create(
+            store_id=channel.store_id, channel_id=channel.pk, queued=allowance, created_at=now
+        )
 
 
 def channel_recover(*, channel: WebhookChannel, since, until=None) -> dict:
@@ -39,12 +91,13 @@ def channel_recover(*, channel: WebhookChannel, since, until=None) -> dict:
         raise ValidationFailed.field("since", "must be before until")
     if not channel.enabled:
         raise Conflict("The webhook channel is disabled; enable it first.")
-    batch = getattr(settings, "WEBHOOKS_RECOVER_BATCH", BATCH)
-    cap = getattr(settings, "WEBHOOKS_RECOVER_MAX", MAX_PER_REQUEST)
-    delivered_or_waiting = WebhookDelivery.objects.filter(
+    recovery = _recover_budget_take(channel=channel, now=now)
+    cap, batch = recovery.queued, settings.WEBHOOKS_RECOVER_BATCH
+    received_or_recovered = WebhookDelivery.objects.filter(
+        Q(status__in=[WebhookDelivery.STATUS_SUCCEEDED, WebhookDelivery.STATUS_PENDING])
+        | Q(recovered=True),
         event=OuterRef("pk"),
         destination_id=channel.pk,
-        status__in=[WebhookDelivery.STATUS_SUCCEEDED, WebhookDelivery.STATUS_PENDING],
     )
     missed = (
         Event.objects.filter(
@@ -53,31 +106,34 @@ def channel_recover(*, channel: WebhookChannel, since, until=None) -> dict:
             occurred_at__gte=since,
             occurred_at__lt=until,
         )
-        .exclude(Exists(delivered_or_waiting))
+        .exclude(Exists(received_or_recovered))
         .order_by("occurred_at", "id")
     )
-    queued, after = 0, None
-    while queued < cap:
+    queued, after, exhausted = 0, None, False
+    while queued < cap and not exhausted:
+        size = min(batch, cap - queued)
         with transaction.atomic():
             locked = WebhookChannel.objects.select_for_update().filter(pk=channel.pk).first()
             if locked is None or not locked.enabled:
-                break  # deleted or turned off meanwhile: nothing more to send it
+                exhausted = True  # deleted or turned off meanwhile: nothing more to send it
+                break
             page = missed
             if after is not None:
                 page = page.filter(
                     Q(occurred_at__gt=after[0]) | Q(occurred_at=after[0], id__gt=after[1])
                 )
-            events = list(page[: min(batch, cap - queued)])
-            for event in events:
-                _delivery_new(event=event, destination=locked)
+            events = list(page[:size])
             if events:
+                _deliveries_new([(event, locked) for event in events], recovered=True)
                 drain_request_on_commit(locked.pk)
         queued += len(events)
-        if len(events) < batch:
-            break
-        after = (events[-1].occurred_at, events[-1].id)
-    if queued >= cap and after is not None:
-        # Stopped by the cap: the next call starts here (events at this instant after the last
-        # one queued are still missed; the queued ones now have a pending delivery).
+        exhausted = len(events) < size
+        if events:
+            after = (events[-1].occurred_at, events[-1].id)
+    # What it did not queue goes back to the store's budget.
+    WebhookRecovery.objects.filter(pk=recovery.pk).update(queued=queued)
+    if not exhausted and after is not None:
+        # Stopped by the cap or the budget: the next call starts here (events at this instant
+        # after the last one queued are still missed; the queued ones now have a delivery).
         until = after[0]
     return {"queued": queued, "since": since, "until": until}

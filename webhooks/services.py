@@ -1,7 +1,8 @@
 """Writes of the webhooks area: destinations, and deliveries from creation to a final state.
 
-Delivery lifecycle (docs/design.md "Webhooks"): created `pending` in the event's transaction (or
-`disabled`, never sent, when the destination is disabled) -> claimed with a lease by one worker
+Delivery lifecycle (docs/design.md "Webhooks"): created `pending` in the event's transaction, to
+the enabled destinations only (`disabled`, never sent, when its destination is disabled before
+its first attempt) -> claimed with a lease by one worker
 -> attempt sent -> `succeeded` on a 2xx, else `pending` again with `next_attempt_at` on the
 retry schedule, then `failed` after the last retry. New deliveries are sent by a drain of their
 destination, queued on commit; a retry is queued as its own send task; the beat sweeper queues
@@ -15,17 +16,20 @@ webhooks/queueing.py's.
 import base64
 import logging
 import secrets as secrets_module
-from datetime import timedelta
+import threading
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config import metrics
 from config.api.errors import NotFound, RateLimited, ValidationFailed
+from events.models import Event
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSendSlot, WebhookSigningSecret
-from webhooks.queueing import drain_request_on_commit
+from webhooks.queueing import drain_request_on_commit, drains_request_on_commit
 from webhooks.selectors import delivery_get, destination_get
 
 logger = logging.getLogger(__name__)
@@ -39,6 +43,20 @@ def secret_new() -> str:
 
 
 # --- destinations -------------------------------------------------------------------------
+
+
+def channel_room_check(*, store) -> None:
+    """A store has at most WEBHOOKS_STORE_CHANNELS_MAX channels: every way of making one (the
+    channels API, the deprecated destination) calls this first, in its transaction. Locks the
+    store's row, so concurrent creates count one after another."""
+    Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
+    limit = settings.WEBHOOKS_STORE_CHANNELS_MAX
+    if WebhookChannel.objects.filter(store=store).count() >= limit:
+        message = (
+            f"A store has at most {limit} webhook channels; delete one, or send more event "
+            "types to one channel."
+        )
+        raise ValidationFailed({"non_field_errors": [message]}, message=message)
 
 
 def destination_put(
@@ -59,6 +77,7 @@ def destination_put(
         )
         created = destination is None
         if created:
+            channel_room_check(store=store)
             destination = WebhookChannel(store=store, created_at=now)
             # The alias shows the secret it creates the destination with (201): a new one,
             # not one set through the channels, which is never shown.
@@ -146,63 +165,155 @@ def destination_secret_rotate(*, store) -> WebhookSigningSecret:
     return signing_secret_set(store=store, secret=secret_new())
 
 
-def _delivery_new(*, event, destination: WebhookChannel, replay_of=None) -> WebhookDelivery:
+def _deliveries_new(
+    pairs: list[tuple[Event, WebhookChannel]], *, replay_of=None, recovered=False
+) -> list[WebhookDelivery]:
+    """A pending delivery of each (event, channel) of `pairs`, written in one statement."""
     now = timezone.now()
-    status = (
-        WebhookDelivery.STATUS_PENDING if destination.enabled else WebhookDelivery.STATUS_DISABLED
+    deliveries = WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(
+            store_id=event.store_id,
+            event=event,
+            event_occurred_at=event.occurred_at,
+            event_type=event.type,
+            destination=channel,
+            destination_origin=url_origin(channel.url),
+            status=WebhookDelivery.STATUS_PENDING,
+            next_attempt_at=now,
+            enqueued_at=now,
+            replay_of=replay_of,
+            recovered=recovered,
+            created_at=now,
+            updated_at=now,
+        )
+        for event, channel in pairs
     )
-    delivery = WebhookDelivery.objects.create(
-        store_id=event.store_id,
-        event=event,
-        event_occurred_at=event.occurred_at,
-        event_type=event.type,
-        destination=destination,
-        destination_origin=url_origin(destination.url),
-        status=status,
-        next_attempt_at=now if status == WebhookDelivery.STATUS_PENDING else None,
-        enqueued_at=now,
-        replay_of=replay_of,
-        created_at=now,
-        updated_at=now,
-    )
-    # Logged with the id of the request that created it: its attempts may be made by a drain
-    # another request queued, so this line links the request to the delivery id.
-    logger.info(
-        "webhook delivery %s created: event %s (%s), destination %s, %s",
-        delivery.pk,
-        event.pk,
-        event.type,
-        destination.pk,
-        status,
-        extra={
-            "delivery_id": str(delivery.pk),
-            "event_id": str(event.pk),
-            "event_type": event.type,
-            "destination_id": destination.pk,
-            "store_id": event.store_id,
-            "delivery_status": status,
-        },
-    )
-    return delivery
+    for delivery in deliveries:
+        event = delivery.event
+        # Logged with the id of the request that created it: its attempts may be made by a
+        # drain another request queued, so this line links the request to the delivery id.
+        logger.info(
+            "webhook delivery %s created: event %s (%s), destination %s, %s",
+            delivery.pk,
+            event.pk,
+            event.type,
+            delivery.destination_id,
+            delivery.status,
+            extra={
+                "delivery_id": str(delivery.pk),
+                "event_id": str(event.pk),
+                "event_type": event.type,
+                "destination_id": delivery.destination_id,
+                "store_id": event.store_id,
+                "delivery_status": delivery.status,
+            },
+        )
+    return deliveries
+
+
+# --- a store's pending deliveries ------------------------------------------------------------
+
+# How long a refused recover or replay is told to wait for the store's backlog to drain.
+PENDING_RETRY_AFTER_SECONDS = 60
+
+
+def pending_room(*, store_id) -> int:
+    """How many more pending deliveries the store may have (WEBHOOKS_STORE_PENDING_MAX); the
+    count stops at the ceiling, so a store's backlog costs at most that many index entries."""
+    limit = settings.WEBHOOKS_STORE_PENDING_MAX
+    # Through its channels: the pending deliveries' index is by channel (at most
+    # WEBHOOKS_STORE_CHANNELS_MAX of them).
+    channel_ids = WebhookChannel.objects.filter(store_id=store_id).values("id")
+    pending = WebhookDelivery.objects.filter(
+        destination_id__in=channel_ids, status=WebhookDelivery.STATUS_PENDING
+    )[:limit].count()
+    return limit - pending
+
+
+def pending_room_check(*, store_id) -> int:
+    """The store's room for pending deliveries; none is RateLimited (recover and replay)."""
+    room = pending_room(store_id=store_id)
+    if room <= 0:
+        raise RateLimited(
+            PENDING_RETRY_AFTER_SECONDS,
+            f"The store has {settings.WEBHOOKS_STORE_PENDING_MAX} pending deliveries, its "
+            "most; try when they have been sent.",
+        )
+    return room
+
+
+class _TransactionRoom(threading.local):
+    """Each store's room for pending deliveries as the current transaction of this thread has
+    used it (events of one transaction share its txid): measured at the store's first event,
+    then lowered by what the transaction writes, so a batch of events counts the backlog once.
+    What other transactions send meanwhile only makes it an underestimate."""
+
+    txid = None
+
+    def of(self, txid) -> dict:
+        if txid != self.txid:
+            self.txid, self.room = txid, {}
+        return self.room
+
+
+_transaction_room = _TransactionRoom()
 
 
 def deliveries_create_for_event(*, event) -> list[WebhookDelivery]:
     """Subscribed to events.record (webhooks/apps.py): runs inside the event's transaction.
 
-    One delivery per channel of the store whose allowed_notifications include the event's type:
-    `pending` to an enabled channel (its drain queued on commit), `disabled` (never sent) to a
-    disabled one, so the history shows what it missed and recover can send it later.
+    One pending delivery per enabled channel of the store whose allowed_notifications include
+    the event's type, written in one statement (at most WEBHOOKS_STORE_CHANNELS_MAX rows). A
+    disabled channel gets none: recover sends it what it missed once it is enabled. An event
+    whose deliveries would take the store past WEBHOOKS_STORE_PENDING_MAX pending gets none
+    either (logged, counted): the business write never fails for its webhooks, and recover
+    sends the event once the backlog has drained.
     """
-    channels = WebhookChannel.objects.filter(
-        store_id=event.store_id, event_types__contains=[event.type]
-    ).order_by("id")
-    deliveries = []
-    for channel in channels:
-        delivery = _delivery_new(event=event, destination=channel)
-        if delivery.status == WebhookDelivery.STATUS_PENDING:
-            drain_request_on_commit(delivery.destination_id)
-        deliveries.append(delivery)
+    channels = list(
+        WebhookChannel.objects.filter(
+            store_id=event.store_id, enabled=True, event_types__contains=[event.type]
+        ).order_by("id")
+    )
+    if not channels:
+        return []
+    rooms = _transaction_room.of(event.txid)
+    room = rooms.get(event.store_id)
+    if room is None:
+        room = rooms[event.store_id] = pending_room(store_id=event.store_id)
+    if len(channels) > room:
+        metrics.webhook_fanout_withheld("pending_ceiling")
+        logger.warning(
+            "webhook deliveries of event %s withheld: store %s has %s pending deliveries, "
+            "its most; recover sends the event later",
+            event.pk,
+            event.store_id,
+            settings.WEBHOOKS_STORE_PENDING_MAX - room,
+            extra={"event_id": str(event.pk), "store_id": event.store_id},
+        )
+        return []
+    rooms[event.store_id] = room - len(channels)
+    deliveries = _deliveries_new([(event, channel) for channel in channels])
+    drains_request_on_commit([channel.pk for channel in channels])
     return deliveries
+
+
+# --- budgets -----------------------------------------------------------------------------------
+
+
+def budget_wait(
+    *, spent: list[tuple[datetime, int]], limit: int, window: timedelta, now, wanted: int = 1
+) -> float | None:
+    """Seconds until `wanted` more fit in a budget of `limit` per sliding `window`, given what
+    was `spent` in the window as (when, how much); None when they fit now. Every per-store
+    budget of the area (replays, recover calls and the deliveries they queue) is this."""
+    total = sum(amount for _, amount in spent)
+    if total + wanted <= limit:
+        return None
+    for when, amount in sorted(spent):
+        total -= amount
+        if total + wanted <= limit:
+            return (when + window - now).total_seconds()
+    return window.total_seconds()
 
 
 def _replay_cap_check(*, store) -> None:
@@ -216,18 +327,17 @@ def _replay_cap_check(*, store) -> None:
     now = timezone.now()
     window = timedelta(seconds=settings.WEBHOOKS_REPLAY_WINDOW_SECONDS)
     limit = settings.WEBHOOKS_REPLAY_LIMIT  # at least 1 (config/settings/webhooks.py)
-    # The limit-th newest replay in the window: none means there is room for one more.
-    oldest_counted = (
+    # The newest `limit` replays in the window are all that can decide.
+    spent = (
         WebhookDelivery.objects.filter(
             store=store, replay_of__isnull=False, created_at__gt=now - window
         )
         .order_by("-created_at")
-        .values_list("created_at", flat=True)[limit - 1 : limit]
-        .first()
+        .values_list("created_at", flat=True)[:limit]
     )
-    if oldest_counted is None:
+    wait = budget_wait(spent=[(when, 1) for when in spent], limit=limit, window=window, now=now)
+    if wait is None:
         return
-    wait = (oldest_counted + window - now).total_seconds()
     raise RateLimited(
         int(wait) + 1,
         f"At most {limit} replays per store in "
@@ -249,8 +359,7 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
         if not destination.enabled:
             raise ValidationFailed.field("destination", "the delivery's channel is disabled")
         _replay_cap_check(store=store)
-        delivery = _delivery_new(
-            event=original.event, destination=destination, replay_of=original.pk
-        )
+        pending_room_check(store_id=store.pk)
+        [delivery] = _deliveries_new([(original.event, destination)], replay_of=original.pk)
         drain_request_on_commit(delivery.destination_id)
     return delivery

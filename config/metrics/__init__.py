@@ -35,6 +35,12 @@ WEBHOOK_DELIVERIES_FINISHED = Counter(
     "turned off are not counted here (see storefront_webhook_destinations_disabled).",
     ["status"],
 )
+WEBHOOK_FANOUT_WITHHELD = Counter(
+    "storefront_webhook_fanout_withheld",
+    "Events recorded without their webhook deliveries, by reason: pending_ceiling (the store "
+    "had WEBHOOKS_STORE_PENDING_MAX pending deliveries; recover sends them later).",
+    ["reason"],
+)
 OAUTH_TOKEN_REQUESTS = Counter(
     "storefront_oauth_token_requests",
     "Requests to /oauth/token that reached the exchange, by grant type and outcome (issued, "
@@ -61,6 +67,7 @@ SIGN_IN_LOCKOUTS = Counter(
 
 ATTEMPT_RESULTS = ("succeeded", "http_error", "network_error")
 FINAL_DELIVERY_STATUSES = ("succeeded", "failed", "disabled")
+FANOUT_WITHHELD_REASONS = ("pending_ceiling",)
 GRANT_TYPES = ("authorization_code", "refresh_token")
 # RFC 6749 §5.2; anything else is counted as `other`, so a client cannot create new series.
 TOKEN_ERRORS = (
@@ -98,6 +105,11 @@ def webhook_attempt_finished(*, response_status: int | None, final_status: str |
 def webhook_delivery_settled(status: str) -> None:
     """A delivery made final without an attempt (its destination was off when claimed)."""
     WEBHOOK_DELIVERIES_FINISHED.labels(status=status).inc()
+
+
+def webhook_fanout_withheld(reason: str) -> None:
+    """An event whose webhook deliveries were not made (webhooks.services)."""
+    WEBHOOK_FANOUT_WITHHELD.labels(reason=_known(reason, FANOUT_WITHHELD_REASONS)).inc()
 
 
 def oauth_token_answered(request, response) -> None:
@@ -143,3 +155,6 @@ for _limit in RATE_LIMITS:
 for _call in ("test_send", "dns_check"):
     for _bound in ("store", "process"):
         OUTBOUND_CALL_REFUSALS.labels(call=_call, bound=_bound)
+
+for _reason in FANOUT_WITHHELD_REASONS:
+    WEBHOOK_FANOUT_WITHHELD.labels(reason=_reason)

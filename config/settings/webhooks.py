@@ -41,6 +41,19 @@ WEBHOOKS_ACCOUNT_CONCURRENCY = env.count("WEBHOOKS_ACCOUNT_CONCURRENCY", default
 WEBHOOKS_FAILING_CONCURRENCY = env.count("WEBHOOKS_FAILING_CONCURRENCY", default=2, minimum=1)
 WEBHOOKS_REPLAY_LIMIT = env.count("WEBHOOKS_REPLAY_LIMIT", default=100, minimum=1)
 WEBHOOKS_REPLAY_WINDOW_SECONDS = env.seconds("WEBHOOKS_REPLAY_WINDOW_SECONDS", 3600)
+# Channels per store: each one multiplies every event of the store into a delivery row written
+# in the event's transaction, so the cap bounds one event's fan-out.
+WEBHOOKS_STORE_CHANNELS_MAX = env.count("WEBHOOKS_STORE_CHANNELS_MAX", default=20, minimum=1)
+# A store's pending deliveries at most: an event whose deliveries would pass it gets none
+# (recover sends it later), and recover and replay answer 429 meanwhile.
+WEBHOOKS_STORE_PENDING_MAX = env.count("WEBHOOKS_STORE_PENDING_MAX", default=50000, minimum=1)
+# Recover per store in any sliding window: calls, and deliveries queued (webhooks/recovery.py).
+WEBHOOKS_RECOVER_CALLS_LIMIT = env.count("WEBHOOKS_RECOVER_CALLS_LIMIT", default=20, minimum=1)
+WEBHOOKS_RECOVER_QUEUED_LIMIT = env.count("WEBHOOKS_RECOVER_QUEUED_LIMIT", default=20000, minimum=1)
+WEBHOOKS_RECOVER_WINDOW_SECONDS = env.seconds("WEBHOOKS_RECOVER_WINDOW_SECONDS", 3600)
+# One recover call queues at most this many, in transactions of a batch each.
+WEBHOOKS_RECOVER_MAX = env.count("WEBHOOKS_RECOVER_MAX", default=5000, minimum=1)
+WEBHOOKS_RECOVER_BATCH = env.count("WEBHOOKS_RECOVER_BATCH", default=500, minimum=1)
 # How often beat runs the sweeper, and how long a due delivery's queued message is trusted
 # before the sweeper enqueues another one (a lost message, a Redis outage, a killed worker).
 WEBHOOKS_SWEEP_INTERVAL_SECONDS = env.seconds("WEBHOOKS_SWEEP_INTERVAL_SECONDS", 5)

@@ -18,7 +18,7 @@ from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.concurrency import run_at_once
 from tests.events.helpers import record_committed
 from tests.factories import WebhookChannelFactory, events_age
-from tests.migrations import migrate
+from tests.migrations import migrate, migrate_to_latest
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryTotal
 
 PLAIN = [("events", "0002_event_positions"), ("webhooks", "0011_channels")]
@@ -127,8 +127,8 @@ def test_the_conversion_keeps_a_populated_journal_and_retention_empties_it_after
     auth_client, store
 ):
     # given a journal with deliveries and an attempt, one event 40 days old, and a poller
-    # half way through it (deliveries to a disabled channel are kept, never sent)
-    WebhookChannelFactory(store=store, enabled=False, event_types=["coupon.created"])
+    # half way through it (the deliveries stay pending: no worker sends them here)
+    WebhookChannelFactory(store=store, event_types=["coupon.created"])
     old = record_committed(store, subject=("coupon", "old"))
     events_age(Event.objects.filter(pk=old.pk), timezone.now() - timedelta(days=40))
     recent = [record_committed(store, subject=("coupon", str(n))) for n in range(3)]
@@ -146,6 +146,7 @@ def test_the_conversion_keeps_a_populated_journal_and_retention_empties_it_after
         # when the tables are plain again, populated, and converted
         migrate(PLAIN)
         migrate(PARTITIONED)
+        migrate_to_latest()  # and those after it, whose schema the models read
         # then every row is in its table's legacy partition, and the poller reads on
         for table in TABLES:
             with connection.cursor() as cursor:

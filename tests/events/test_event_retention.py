@@ -109,8 +109,8 @@ def test_prune_deletes_the_webhook_deliveries_of_pruned_events(store):
     from tests.factories import WebhookChannelFactory
     from webhooks.models import WebhookDelivery
 
-    # given events with deliveries (a disabled destination: deliveries are kept, never sent)
-    WebhookChannelFactory(store=store, enabled=False, event_types=["coupon.updated"])
+    # given events with deliveries (pending: no worker sends them here)
+    WebhookChannelFactory(store=store, event_types=["coupon.updated"])
     for n in range(300):
         record_committed(store, type="coupon.updated", subject=("coupon", str(n)))
     kept = record_committed(store, type="coupon.updated", subject=("coupon", "new"))
