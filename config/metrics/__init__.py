@@ -155,6 +155,5 @@ for _limit in RATE_LIMITS:
 for _call in ("test_send", "dns_check"):
     for _bound in ("store", "process"):
         OUTBOUND_CALL_REFUSALS.labels(call=_call, bound=_bound)
-
 for _reason in FANOUT_WITHHELD_REASONS:
     WEBHOOK_FANOUT_WITHHELD.labels(reason=_reason)
