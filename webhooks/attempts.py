@@ -58,7 +58,8 @@ def delivery_claim(
     """Leases a due pending delivery (this one, or the destination's oldest due) to this worker
     and counts its attempt; returns it with its attempt to make, None if none is due, it is
     final, or another worker has it, and False when the claimed delivery's destination is
-    disabled or deleted: it is settled without an attempt (a drain goes on after that)."""
+    disabled or deleted, or its schedule's attempts are all spent (the last one lost with its
+    worker): it is settled without an attempt (a drain goes on after that)."""
     now = timezone.now()
     token = uuid.uuid4()
     # Autocommitted statements, no transaction: the claim is one statement; what follows only
