@@ -15,7 +15,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -57,7 +57,8 @@ def delivery_claim(
     """Leases a due pending delivery (this one, or the destination's oldest due) to this worker
     and counts its attempt; returns it with its attempt to make, None if none is due, it is
     final, or another worker has it, and False when the claimed delivery's destination is
-    disabled or deleted: it is settled without an attempt (a drain goes on after that)."""
+    disabled or deleted, or its schedule's attempts are all spent (the last one lost with its
+    worker): it is settled without an attempt (a drain goes on after that)."""
     now = timezone.now()
     token = uuid.uuid4()
     # Autocommitted statements, no transaction: the claim is one statement; what follows only
@@ -66,9 +67,15 @@ def delivery_claim(
     delivery = delivery_lease(now=now, token=token, **match)
     if delivery is None:
         return None
+    if delivery.status == WebhookDelivery.STATUS_FAILED:
+        # Its schedule was spent by attempts whose workers died: settled, not tried again.
+        _abandoned_attempts_record(delivery=delivery, now=now, through=delivery.attempts)
+        metrics.webhook_delivery_settled("failed")
+        logger.warning("webhook delivery %s: failed, its last attempt abandoned", delivery.pk)
+        return False
     keeper.hold(token, taken_at=now)
     if delivery.attempts > 1:
-        _abandoned_attempts_record(delivery=delivery, now=now)
+        _abandoned_attempts_record(delivery=delivery, now=now, through=delivery.attempts - 1)
     destination = delivery.destination
     if destination is None or not destination.enabled:
         # This claim's attempt is not made; earlier ones make it `failed`, not `disabled`.
@@ -100,9 +107,10 @@ def delivery_claim(
     return delivery, attempt
 
 
-def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
-    """Attempts counted by a claim but never recorded belong to a worker that died (its lease
-    ran out): they are recorded as abandoned, so `attempts` always matches the attempt rows."""
+def _abandoned_attempts_record(*, delivery: WebhookDelivery, now, through: int) -> None:
+    """Attempts up to number `through` counted by a claim but never recorded belong to a worker
+    that died (its lease ran out): they are recorded as abandoned, so `attempts` always matches
+    the attempt rows."""
     recorded = set(delivery.attempt_records.values_list("number", flat=True))
     WebhookDeliveryAttempt.objects.bulk_create(
         [
@@ -115,7 +123,7 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
                 finished_at=now,
                 error=ABANDONED_ATTEMPT_ERROR,
             )
-            for number in range(1, delivery.attempts)
+            for number in range(1, through + 1)
             if number not in recorded
         ],
         ignore_conflicts=True,
@@ -126,25 +134,48 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now) -> None:
 
 
 def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
-    """Sends the claimed delivery once and records the outcome; returns its new status."""
-    body = webhook_body(delivery.event, test=False)
+    """Sends the claimed delivery once and records the outcome; returns its new status.
+
+    Whatever goes wrong on the way (a bug, an answer nobody foresaw) ends as a recorded failed
+    attempt on the schedule, not as an exception: that would end a drain and leave the
+    delivery to its lease's lapse. A lost database connection is the exception: the task
+    retries (config.celery.DATABASE_RETRY) and the lapse counts the attempt (CLAIM_SQL)."""
+    started = time.monotonic()
     try:
-        secrets = signing_secrets(store_id=delivery.store_id)
-        if secrets:
-            result = send(
-                url=delivery.destination.url,
-                message_id=delivery.event_id,
-                body=body,
-                secrets=secrets,
-            )
-        else:
-            # Never an unsigned delivery: a failed attempt the schedule retries, which goes
-            # through once the store's signing secret is set (channels made by the SDK have
-            # none until its rotate call).
-            result = SendResult(None, None, NO_SIGNING_SECRET_ERROR, duration_ms=0)
+        result = _attempt_send(delivery)
         return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=result)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as error:
+        logger.exception(
+            "webhook delivery %s attempt %s: recorded as failed after an error",
+            delivery.pk,
+            attempt.number,
+        )
+        # Nothing of the message: it may quote the answer or the URL. If the outcome was
+        # recorded already, this records nothing (the lease is no longer this worker's).
+        failed = SendResult(
+            None,
+            None,
+            f"internal error: {type(error).__name__}",
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+        return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=failed)
     finally:
         keeper.drop(delivery.lease_token)  # recorded, or left to run out as a dead worker's
+
+
+def _attempt_send(delivery: WebhookDelivery) -> SendResult:
+    body = webhook_body(delivery.event, test=False)
+    secrets = signing_secrets(store_id=delivery.store_id)
+    if not secrets:
+        # Never an unsigned delivery: a failed attempt the schedule retries, which goes
+        # through once the store's signing secret is set (channels made by the SDK have
+        # none until its rotate call).
+        return SendResult(None, None, NO_SIGNING_SECRET_ERROR, duration_ms=0)
+    return send(
+        url=delivery.destination.url, message_id=delivery.event_id, body=body, secrets=secrets
+    )
 
 
 # --- 3. record the outcome ----------------------------------------------------------------------

@@ -9,6 +9,7 @@ Time: webhooks/deadline.py (one budget for DNS, connect, request and response). 
 request goes: webhooks/transport.py (the address the SSRF check approved, named as the host).
 """
 
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -44,17 +45,33 @@ class SendResult:
         return self.response_status is not None and 200 <= self.response_status < 300
 
 
+# RFC 9110 §5.6.7: the HTTP-date forms, IMF-fixdate and the two obsolete ones.
+_DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_TIME = "[0-9]{2}:[0-9]{2}:[0-9]{2}"
+_HTTP_DATE = re.compile(
+    rf"{_DAY}, [0-9]{{2}} {_MONTH} [0-9]{{4}} {_TIME} GMT"
+    rf"|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, [0-9]{{2}}-{_MONTH}-[0-9]{{2}} {_TIME} GMT"
+    rf"|{_DAY} {_MONTH} [ 0-9][0-9] {_TIME} [0-9]{{4}}"
+)
+_DELAY_SECONDS = re.compile("[0-9]+")
+
+
 def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds (RFC 9110 §10.2.3); the HTTP-date form is honoured too."""
-    if not value:
+    """Retry-After in seconds (RFC 9110 §10.2.3): delay-seconds (ASCII digits only: `²` is a
+    digit to str.isdigit) or an HTTP-date; anything else is no Retry-After. No upper bound
+    here: failures.retry_delay caps the wait."""
+    value = (value or "").strip(" \t")
+    if _DELAY_SECONDS.fullmatch(value):
+        return float(value)  # inf for absurdly many digits, never an exception
+    if not _HTTP_DATE.fullmatch(value):
         return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except ValueError:  # a day or a year out of range
         return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)  # the asctime form is GMT without saying so
     return max(0.0, when.timestamp() - time.time())
 
 

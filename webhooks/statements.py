@@ -6,6 +6,7 @@ session (config/db.py): planning them was a large part of their time.
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection
 
 from config.db import PreparedStatement
@@ -20,11 +21,26 @@ from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAtte
 # none) instead of queueing behind the row another one is claiming; PostgreSQL re-checks the
 # subquery's conditions (models.DUE_SQL) on the row it locks, so exactly one
 # claimer wins an attempt.
+#
+# The retry schedule holds here, also for attempts whose outcome is never recorded (a worker
+# that died, a task that crashed): the claim sets `next_attempt_at` to the schedule's wait after
+# this attempt, so a lapsed lease makes the delivery due no sooner than a recorded failure
+# would (after the last attempt at once: its next claim only settles it). A delivery whose
+# attempts are all spent is not tried again: the claim settles it `failed`, lease and schedule
+# cleared, and attempts.delivery_claim records the lost attempts. `waits` is the schedule
+# (`waits[n]` follows attempt n), `attempts_most` the number of attempts it allows.
 CLAIM_SQL = """
 WITH claimed AS (
     UPDATE webhooks_webhookdelivery AS delivery
-    SET lease_until = %(lease_until)s, lease_token = %(token)s,
-        attempts = delivery.attempts + 1, updated_at = %(now)s
+    SET status = CASE WHEN {tries_left} THEN 'pending' ELSE 'failed' END,
+        attempts = delivery.attempts + CASE WHEN {tries_left} THEN 1 ELSE 0 END,
+        lease_until = CASE WHEN {tries_left} THEN %(lease_until)s::timestamptz END,
+        lease_token = CASE WHEN {tries_left} THEN %(token)s::uuid END,
+        next_attempt_at = CASE WHEN {tries_left} THEN %(now)s::timestamptz
+            + interval '1 second' * COALESCE((%(waits)s::float8[])[delivery.attempts + 1], 0)
+        END,
+        enqueued_at = CASE WHEN {tries_left} THEN delivery.enqueued_at END,
+        updated_at = %(now)s
     WHERE (delivery.id, delivery.event_occurred_at) = (
         SELECT due.id, due.event_occurred_at FROM webhooks_webhookdelivery AS due
         WHERE {match} AND {due}
@@ -52,6 +68,7 @@ CLAIM_STATEMENT_BY = {
         CLAIM_SQL.format(
             match=match,
             due=due_sql(delivery="due", now="%(now)s"),
+            tries_left="delivery.attempts < %(attempts_most)s",
             columns=", ".join(
                 f'{alias}."{field.column}"'
                 for alias, model in CLAIM_ROW_MODELS
@@ -88,13 +105,18 @@ def _claimed_from_row(row) -> WebhookDelivery:
 
 def delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
     """Leases the oldest due delivery matching `match` (delivery_id= or destination_id=) to
-    this worker and counts its attempt; None when there is none (or another worker has it)."""
+    this worker and counts its attempt; None when there is none (or another worker has it).
+    A delivery whose schedule is spent comes back `failed`, not leased (CLAIM_SQL)."""
     ((match_name, match_value),) = match.items()
+    schedule = settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS
     params = {
         # Kept alive while this worker lives (leases.py), as its send slots are.
         "lease_until": now + timedelta(seconds=live_seconds()),
         "token": token,
         "now": now,
+        # As an array's text: psycopg adapts it faster than a list, and PostgreSQL casts it.
+        "waits": "{" + ",".join(str(float(wait)) for wait in schedule) + "}",
+        "attempts_most": len(schedule) + 1,
         match_name: match_value,
     }
     with connection.cursor() as cursor:
@@ -140,16 +162,25 @@ FROM moved
 OUTCOME_RECORD_STATEMENT = PreparedStatement("storefront_delivery_outcome", OUTCOME_RECORD_SQL)
 
 
+def storable_text(value):
+    """`value` as PostgreSQL text takes it: a receiver's bytes, decoded, may hold NUL (which
+    text refuses) or, decoded otherwise, lone surrogates (which UTF-8 cannot encode)."""
+    if not isinstance(value, str):
+        return value
+    return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
 def outcome_record(*, delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt, outcome) -> bool:
     """Moves the delivery on and saves the attempt, atomically, if this worker still holds the
     lease; False otherwise. One statement (a data-modifying CTE: one round trip instead of
-    BEGIN, UPDATE, INSERT, COMMIT)."""
+    BEGIN, UPDATE, INSERT, COMMIT). Its text (the receiver's body, the error) is stored as
+    storable_text: this is where an answer is saved, whatever its bytes."""
     params = [
-        *(outcome[column] for column in DELIVERY_OUTCOME_COLUMNS),
+        *(storable_text(outcome[column]) for column in DELIVERY_OUTCOME_COLUMNS),
         delivery.pk,
         delivery.event_occurred_at,
         delivery.lease_token,
-        *(getattr(attempt, column) for column in ATTEMPT_OUTCOME_COLUMNS),
+        *(storable_text(getattr(attempt, column)) for column in ATTEMPT_OUTCOME_COLUMNS),
     ]
     with connection.cursor() as cursor:
         OUTCOME_RECORD_STATEMENT.execute(cursor, params)

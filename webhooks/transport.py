@@ -11,9 +11,10 @@ and bounded lookups; docs/decisions/webhooks.md says why not that library itself
 
 Only public extension points of requests and urllib3 are used: the adapter's
 `build_connection_pool_key_attributes` and `add_headers` hooks, the pool manager's
-`pool_classes_by_scheme`, a pool's `ConnectionCls`, and a connection's `connect` and
-`request`. Redirects are never followed (the caller passes `allow_redirects=False`) and
-environment proxies are ignored (a proxy would connect on our behalf, unchecked).
+`pool_classes_by_scheme`, a pool's `ConnectionCls`, a connection's `connect` and `request`,
+and the session's `get_redirect_target`. Redirects are never followed (the caller passes
+`allow_redirects=False`, and the session sees no redirect target) and environment proxies
+are ignored (a proxy would connect on our behalf, unchecked).
 """
 
 import logging
@@ -144,8 +145,17 @@ class CheckedAdapter(HTTPAdapter):
         request.headers["Host"] = urlsplit(request.url).netloc
 
 
+class NoRedirectSession(requests.Session):
+    """A session that never looks at a redirect. With `allow_redirects=False` requests still
+    works out the next request of a 3xx (its `next`): it reads the whole body, past the
+    response limit, and decodes the Location, which raises on a receiver's stray bytes."""
+
+    def get_redirect_target(self, resp) -> None:
+        return None
+
+
 def _session_new() -> requests.Session:
-    session = requests.Session()
+    session = NoRedirectSession()
     session.trust_env = False
     adapter = CheckedAdapter(pool_connections=16, pool_maxsize=4, max_retries=0)
     session.mount("http://", adapter)

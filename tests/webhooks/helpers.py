@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -362,6 +363,117 @@ def store_secret(store, *, previous: bool = False) -> str:
     """The store's signing secret (or the previous one) as stored."""
     found = WebhookSigningSecret.objects.get(store=store)
     return found.previous_secret if previous else found.secret
+
+
+# --- a hostile receiver -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """What a hostile receiver writes back, byte for byte, and how it ends the connection:
+    "close" (FIN), "reset" (RST: SO_LINGER 0), "trickle" (one byte per TRICKLE_SECONDS, so
+    past any budget, until the sender hangs up) or "flood" (then FLOOD_BYTES of body, as fast
+    as the sender reads them)."""
+
+    name: str
+    raw: bytes
+    end: str = "close"
+
+
+TRICKLE_SECONDS = 0.05
+FLOOD_BYTES = 64 * 1024 * 1024
+
+
+class HostileReceiver:
+    """A raw socket server answering each connection's request with the next of `answers`
+    (the last one again once they run out), whatever bytes they are. `sends` counts the
+    requests it read in full; `answered` names the answer each of them got."""
+
+    def __init__(self, answers: list[RawAnswer]):
+        self.answers = answers
+        self.answered: list[str] = []
+        self.flooded = 0  # body bytes the sender took of the floods
+        self.lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)
+        self.closed = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/hooks"
+
+    @property
+    def sends(self) -> int:
+        with self.lock:
+            return len(self.answered)
+
+    def _serve(self) -> None:
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(client,), daemon=True).start()
+
+    def _answer(self, client: socket.socket) -> None:
+        with client:
+            client.settimeout(5)
+            if not self._request_read(client):
+                return
+            with self.lock:
+                answer = self.answers[min(len(self.answered), len(self.answers) - 1)]
+                self.answered.append(answer.name)
+            try:
+                if answer.end == "trickle":
+                    for byte in answer.raw:
+                        client.sendall(bytes([byte]))
+                        time.sleep(TRICKLE_SECONDS)
+                    return
+                client.sendall(answer.raw)
+                if answer.end == "flood":
+                    chunk = b"x" * 65536
+                    for _ in range(FLOOD_BYTES // len(chunk)):
+                        client.sendall(chunk)
+                        with self.lock:
+                            self.flooded += len(chunk)
+                if answer.end == "reset":
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass  # the sender hung up
+
+    @staticmethod
+    def _request_read(client: socket.socket) -> bool:
+        """Reads one request (head and Content-Length body); False if the sender hung up."""
+        data = b""
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = client.recv(65536)
+                if not chunk:
+                    return False
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            while len(body) < length:
+                chunk = client.recv(65536)
+                if not chunk:
+                    return False
+                body += chunk
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+        self.thread.join(timeout=5)
 
 
 class SilentReceiver:

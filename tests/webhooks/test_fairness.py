@@ -131,7 +131,7 @@ def test_sweeper_queues_a_lost_delivery_of_a_deleted_destination_as_its_own_send
     destination_delete(store=store)
     long_ago = timezone.now() - timedelta(hours=1)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(
-        lease_until=long_ago, enqueued_at=long_ago
+        lease_until=long_ago, enqueued_at=long_ago, next_attempt_at=long_ago
     )
 
     # when the sweeper runs: there is no destination to drain, so the delivery is sent alone
