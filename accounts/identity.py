@@ -5,7 +5,7 @@ access token), its user, its abilities and, filled as requests ask, its store me
 (`Credential.memo`, stores.access). A process keeps it after the database read and reuses it
 while its **epochs** are unchanged: two values in Redis, one for the credential (by the hash of
 its token) and one for its user, read in the round trip every request already makes for its
-rate limit (config.api.ratelimit). Every change that can alter an answer deletes the epoch keys
+rate limit (core.api.ratelimit). Every change that can alter an answer deletes the epoch keys
 it concerns (`identity_changed`, on commit), so the next request on every process reads the
 database again. docs/decisions/identity.md.
 
@@ -29,7 +29,7 @@ from django.db import transaction
 
 from accounts.credentials import Credential
 from accounts.models import User
-from config.api.ratelimit import EPOCH_SECONDS
+from core.api.ratelimit import EPOCH_SECONDS
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def _delete_epochs(keys: list[str]) -> None:
         cache.delete_many(keys)
     except Exception:
         # Processes that kept these identities may keep them until their epochs expire
-        # (config.api.ratelimit.EPOCH_SECONDS, an hour): said loudly, an operator must know.
+        # (core.api.ratelimit.EPOCH_SECONDS, an hour): said loudly, an operator must know.
         logger.error("could not advance identity epochs %s", keys, exc_info=True)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from django.db.models import DecimalField, Q, Value
 from django.utils.dateparse import parse_datetime
 
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 
 MAX_FILTERS = 50
 MAX_DEPTH = 3

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config import metrics
+from core.operations import metrics
 from events.serializers import event_resource
 from webhooks.addresses import url_origin
 from webhooks.failures import (

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from config.api.errors import Conflict, ValidationFailed
+from core.api.errors import Conflict, ValidationFailed
 from events.models import Event
 from webhooks.models import WebhookChannel, WebhookDelivery
 from webhooks.queueing import drain_request_on_commit

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from config.api.errors import NotFound, RateLimited, ValidationFailed
+from core.api.errors import NotFound, RateLimited, ValidationFailed
 from stores.models import Store
 from webhooks.addresses import url_origin
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSendSlot, WebhookSigningSecret

@@ -168,7 +168,9 @@ def close_connections_the_server_ended(**kwargs) -> None:
 
 
 # With Django's own close_old_connections, on every request's start (tasks: config/celery.py).
-request_started.connect(close_connections_the_server_ended, dispatch_uid="config.db.ended")
+request_started.connect(
+    close_connections_the_server_ended, dispatch_uid="core.database.connections.ended"
+)
 
 
 class ReadFailoverMiddleware:

@@ -1,10 +1,10 @@
-"""The PostgreSQL backend (DATABASES ENGINE "config.postgresql"): django-prometheus' (query,
+"""The PostgreSQL backend (DATABASES ENGINE "core.database.backend"): django-prometheus' (query,
 error and connection counts for /metrics) that waits for a restarting server when it opens a
-connection (config/db.py `connect_waiting`)."""
+connection (core/database/connections.py `connect_waiting`)."""
 
 from django_prometheus.db.backends.postgresql import base
 
-from config.db import connect_waiting
+from core.database.connections import connect_waiting
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

@@ -62,7 +62,7 @@ class StorefrontAutoSchema(AutoSchema):
         return [*super().get_override_parameters(), *store, *RATE_LIMIT_RESPONSE_HEADERS]
 
     def _get_response_bodies(self, direction="response"):
-        """Operations that take a body also answer 413 (config.api.middleware, a body over
+        """Operations that take a body also answer 413 (core.api.middleware, a body over
         DATA_UPLOAD_MAX_MEMORY_SIZE), with the envelope of their other errors. Here, not in
         get_response_serializers, which @extend_schema replaces."""
         responses = super()._get_response_bodies(direction)
