@@ -12,8 +12,8 @@ from accounts.abilities import ACCOUNT_READ, AREAS, GRANTABLE_ABILITIES
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create, api_key_expiry_validate, api_key_revoke
-from config.admin_filters import store_slug_filter
-from config.api.errors import ValidationFailed
+from core.admin_filters import store_slug_filter
+from core.api.errors import ValidationFailed
 
 # What makes an account powerful: granted by superusers only (docs/decisions/hardening.md,
 # "Hardening IV", 5). Django's change_user permission alone would let staff grant themselves

@@ -5,7 +5,7 @@ oauth_cli/authentication.py. request.auth is the Credential.
 Each request makes one Redis round trip for its credential: it counts the request against the
 credential's rate limit and reads the epochs that say whether the identity this process kept is
 current (accounts/identity.py); in the steady state no SQL is sent. The throttle
-(config.api.ratelimit.CredentialRateThrottle) decides on that count.
+(core.api.ratelimit.CredentialRateThrottle) decides on that count.
 
 Failed authentications are limited per client address (API_AUTH_FAILURES_PER_MINUTE,
 docs/design.md "Limits and rate limits"): past the budget, 429 with Retry-After. Only failures
@@ -38,9 +38,9 @@ from accounts.selectors import (
     api_key_live,
     api_key_selected_store_ids,
 )
-from config.api.client_address import client_address_key
-from config.api.fields import AUTHORIZATION_MAX_LENGTH
-from config.api.ratelimit import RateLimitState, rate_limit_consume
+from core.api.client_address import client_address_key
+from core.api.fields import AUTHORIZATION_MAX_LENGTH
+from core.api.ratelimit import RateLimitState, rate_limit_consume
 
 KEYWORD = "Bearer"
 
@@ -49,7 +49,7 @@ def bearer_token(request) -> str | None:
     """The token of `Authorization: Bearer <token>`; None without the header. A malformed
     header raises AuthenticationFailed."""
     raw = get_authorization_header(request)
-    # Length first (config/api/fields.py): no rule below reads an over-long header.
+    # Length first (core/api/fields.py): no rule below reads an over-long header.
     if len(raw) > AUTHORIZATION_MAX_LENGTH:
         raise AuthenticationFailed("Malformed Authorization header.")
     header = raw.split()
@@ -139,7 +139,8 @@ class BearerAuthentication(BaseAuthentication):
 
 def _consume(http_request, identity: Identity) -> RateLimitState | None:
     """The request's count against its credential's budget, taken once per request: a read
-    answered a second time on a new database connection (config.db.ReadFailoverMiddleware)
+    answered a second time on a new database connection
+    (core.database.connections.ReadFailoverMiddleware)
     authenticates again, and is given its first count (and the epochs read with it)."""
     key = f"cred:{identity.credential.rate_limit_key}"
     counted = getattr(http_request, "credential_rate_counted", None)

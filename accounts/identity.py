@@ -5,7 +5,7 @@ access token), its user, its abilities and, filled as requests ask, its store me
 (`Credential.memo`, stores.access). A process keeps it after the database read and reuses it
 while its **epochs** are unchanged: two values in Redis, one for the credential (by the hash of
 its token) and one for its user, read in the round trip every request already makes for its
-rate limit (config.api.ratelimit). Every change that can alter an answer deletes the epoch keys
+rate limit (core.api.ratelimit). Every change that can alter an answer deletes the epoch keys
 it concerns (`identity_changed`, on commit), so the next request on every process reads the
 database again. docs/decisions/identity.md.
 
@@ -14,7 +14,7 @@ database again. docs/decisions/identity.md.
   on a process reads the database before it knows whose epochs to ask for, so that identity is
   kept unconfirmed (`epochs` None) and the second request reads again; from the third on, none.
 - Epochs do not go backwards in effect: they are read with the run id of the Redis server
-  that answered (config.api.ratelimit.ServerReached), and an identity is trusted only under the
+  that answered (core.api.ratelimit.ServerReached), and an identity is trusted only under the
   same run id. A Redis restarted from an older snapshot, or a replica promoted before it copied
   a deletion, can give back epochs a change has deleted since; either is another server
   process, so every identity kept before is read again, and the database has the change.
@@ -34,7 +34,7 @@ from django.db import transaction
 
 from accounts.credentials import Credential
 from accounts.models import User
-from config.api.ratelimit import EPOCH_SECONDS
+from core.api.ratelimit import EPOCH_SECONDS
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _delete_epochs(keys: list[str]) -> None:
         cache.delete_many(keys)
     except Exception:
         # Processes that kept these identities may keep them until their epochs expire
-        # (config.api.ratelimit.EPOCH_SECONDS, an hour): said loudly, an operator must know.
+        # (core.api.ratelimit.EPOCH_SECONDS, an hour): said loudly, an operator must know.
         logger.error("could not advance identity epochs %s", keys, exc_info=True)
 
 

@@ -4,7 +4,7 @@
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import BasePermission
 
-from config.api.errors import Forbidden
+from core.api.errors import Forbidden
 
 
 def _serves(view, method: str) -> bool:

@@ -8,7 +8,7 @@ from accounts.abilities import GRANTABLE_ABILITIES
 from accounts.identity import identity_changed
 from accounts.models import ApiKey, User
 from accounts.selectors import API_KEY_PREFIX, api_key_hash
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 
 
 def api_key_expiry_validate(expires_at: datetime | None) -> datetime | None:

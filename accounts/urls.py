@@ -1,5 +1,5 @@
 from accounts import views
-from config.api.routers import ApiRouter
+from core.api.routers import ApiRouter
 
 router = ApiRouter()
 router.register("me", views.MeViewSet, basename="me")

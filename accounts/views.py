@@ -5,7 +5,7 @@ from rest_framework.response import Response
 from accounts.abilities import ACCOUNT_READ
 from accounts.permissions import HasAbility
 from accounts.serializers import ME_EXAMPLE, MeSerializer
-from config.api.schema import data_envelope, error_responses, response_example
+from core.api.schema import data_envelope, error_responses, response_example
 
 
 class MeViewSet(viewsets.GenericViewSet):

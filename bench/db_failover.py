@@ -1,4 +1,5 @@
-"""What config/db.py's handling of connections the server ended costs a request, against a
+"""What core/database/connections.py's handling of connections the server ended costs a request,
+against a
 `SELECT 1` round trip on the same connection measured in the same run (what Django's
 CONN_HEALTH_CHECKS would add to each request that reuses a connection).
 
@@ -31,7 +32,7 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from config.db import close_connections_the_server_ended  # noqa: E402
+from core.database.connections import close_connections_the_server_ended  # noqa: E402
 
 
 def best(function, number: int, repeat: int, timer=time.perf_counter) -> float:

@@ -176,7 +176,7 @@ def main():
         def emit(self, record):
             locks.append(record.getMessage())
 
-    partitions_logger = logging.getLogger("config.partitions")
+    partitions_logger = logging.getLogger("core.database.partitions")
     partitions_logger.setLevel(logging.INFO)
     partitions_logger.addHandler(Locked())
 

@@ -1,6 +1,6 @@
 """CPU of one step of every API request, in process, against its alternative in the same run
 (docs/benchmarks/layer.md, issue 30 "perf"): the rate limit's Redis round trip
-(`config.api.ratelimit.rate_limit_consume` with two epoch keys, as a store request with a kept
+(`core.api.ratelimit.rate_limit_consume` with two epoch keys, as a store request with a kept
 identity makes it) with redis-py's hiredis reply parser and command packer, and with its
 pure-Python ones (hiredis hidden from the process). Also DRF's content negotiation of a request
 without an Accept header, the cost a shortcut of it could save.
@@ -30,7 +30,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
-from config.api.ratelimit import rate_limit_consume
+from core.api.ratelimit import rate_limit_consume
 assert redis.utils.HIREDIS_AVAILABLE is not HIDE_HIREDIS
 
 

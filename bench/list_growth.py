@@ -177,7 +177,7 @@ def main() -> None:
     for resource, path, table in lists:
         for where, page in (("page 1", 1), ("last page", last[large])):
             # The statements' text as the plain SQL they run, not an EXECUTE of a prepared
-            # statement (config/db.py), so that EXPLAIN shows their plans.
+            # statement (core/database/connections.py), so that EXPLAIN shows their plans.
             with (
                 override_settings(DATABASE_PREPARED_STATEMENTS=False),
                 CaptureQueriesContext(connection) as queries,

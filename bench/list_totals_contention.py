@@ -29,7 +29,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from config.list_totals import TRIGGER_EVENTS  # noqa: E402
+from core.database.list_totals import TRIGGER_EVENTS  # noqa: E402
 from coupons.models import COUPON_TOTALS, Coupon  # noqa: E402
 from coupons.services import coupon_create  # noqa: E402
 from tests.factories import StoreFactory  # noqa: E402

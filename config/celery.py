@@ -36,8 +36,8 @@ def _close_old_db_connections(**kwargs):
 @task_prerun.connect
 def _close_db_connections_the_server_ended(**kwargs):
     """As at a request's start: an idle connection the server ended (a restart) is dropped
-    before the task uses it, without a round trip (config/db.py)."""
-    from config.db import close_connections_the_server_ended
+    before the task uses it, without a round trip (core/database/connections.py)."""
+    from core.database.connections import close_connections_the_server_ended
 
     close_connections_the_server_ended()
 

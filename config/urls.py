@@ -3,9 +3,9 @@ from django.urls import include, path, re_path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularRedocView
 
-from config.api import views as api_views
-from config.api.schema_view import CachedSchemaView
-from config.metrics.views import metrics
+from core.api import views as api_views
+from core.api.schema_view import CachedSchemaView
+from core.operations.metrics.views import metrics
 
 admin.site.site_header = "Storefront administration"
 admin.site.site_title = "Storefront admin"
@@ -45,7 +45,7 @@ urlpatterns = [
     path("", include("oauth_cli.urls")),
 ]
 
-handler400 = "config.api.views.bad_request"
-handler403 = "config.api.views.permission_denied"
-handler404 = "config.api.views.not_found"
-handler500 = "config.api.views.server_error"
+handler400 = "core.api.views.bad_request"
+handler403 = "core.api.views.permission_denied"
+handler404 = "core.api.views.not_found"
+handler500 = "core.api.views.server_error"

@@ -3,8 +3,8 @@ services, so every change is validated and journalled like an API change."""
 
 from django.contrib import admin, messages
 
-from config.admin_filters import StoreSlugFilter, ViewOnlyAdminMixin
-from config.api.errors import ApiError
+from core.admin_filters import StoreSlugFilter, ViewOnlyAdminMixin
+from core.api.errors import ApiError
 from coupons.models import Coupon
 from coupons.services import coupon_delete, coupon_restore
 

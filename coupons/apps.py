@@ -5,7 +5,7 @@ class CouponsConfig(AppConfig):
     name = "coupons"
 
     def ready(self):
-        from config.list_totals import registered
+        from core.database.list_totals import registered
         from coupons.models import COUPON_TOTALS
 
         registered["coupons"] = COUPON_TOTALS

@@ -11,8 +11,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.errors import ValidationFailed
-from config.api.fields import StrictIntegerField
+from core.api.errors import ValidationFailed
+from core.api.fields import StrictIntegerField
 from coupons.models import Coupon
 from coupons.search import MAX_DEPTH, OPERATORS, Search, coupon_search_parse
 from coupons.serializers import CouponWriteSerializer

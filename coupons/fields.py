@@ -10,7 +10,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import (
+from core.api.fields import (
     LengthFirstChoiceField,
     LengthFirstMixin,
     StrictCharField,
@@ -71,7 +71,7 @@ def type_field(choices) -> LengthFirstChoiceField:
 class ExpiresAtField(LengthFirstMixin, serializers.DateTimeField):
     """ISO 8601 with a time zone, in the future, at most 9999-12-31T23:59:59Z in UTC; stored in
     UTC. DRF's DateTimeField would give a naive value the server's zone. Its length is checked
-    first (config/api/fields.py): the longest timestamp is 32 characters
+    first (core/api/fields.py): the longest timestamp is 32 characters
     (9999-12-31T23:59:59.999999+00:00), padded with the spaces the parse strips."""
 
     def input_length_limit(self) -> int:

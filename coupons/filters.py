@@ -10,7 +10,7 @@ import django_filters
 from django import forms
 from drf_spectacular.utils import extend_schema_field
 
-from config.api.filters import LengthFirstForm
+from core.api.filters import LengthFirstForm
 from coupons.models import Coupon
 from coupons.selectors import (
     TRASHED_ONLY,

@@ -6,7 +6,7 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from config.list_totals import ListTotals
+from core.database.list_totals import ListTotals
 
 # PostgreSQL `integer`: the bound of every integer field a client may write.
 MAX_INTEGER = 2_147_483_647

@@ -8,7 +8,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 
-from config.api.schema import (
+from core.api.schema import (
     RequiredBodySchema,
     data_envelope,
     error_responses,

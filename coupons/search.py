@@ -14,7 +14,7 @@ or `or`) joins it to what precedes it, as Orion's query builder does. Bounds kee
 costing more than a list request: `MAX_FILTERS` conditions in all, `MAX_DEPTH` levels of
 `nested`, `MAX_IN_VALUES` values in an `in`, `MAX_TEXT` characters in a string value,
 `MAX_LIKE_LENGTH` characters and `MAX_LIKE_WILDCARDS` wildcards in a like pattern. What still
-runs long is stopped by the request's statement timeout (config/db.py).
+runs long is stopped by the request's statement timeout (core/database/connections.py).
 """
 
 from collections.abc import Callable, Mapping
@@ -38,7 +38,7 @@ from django.db.models import (
 )
 from django.utils.dateparse import parse_datetime
 
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 from coupons.models import Coupon
 
 MAX_FILTERS = 50

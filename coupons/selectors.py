@@ -5,8 +5,8 @@ from django.db.models import BigIntegerField, CharField, Func, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
-from config.api.errors import NotFound, ValidationFailed
-from config.api.pagination import counted_by
+from core.api.errors import NotFound, ValidationFailed
+from core.api.pagination import counted_by
 from coupons.models import Coupon, CouponQuerySet, CouponTotal
 from coupons.search import Search
 from stores.models import Store
@@ -78,7 +78,7 @@ LISTED_COUPONS = Coupon.objects.order_by("id").values(
 def coupon_listing(coupons: CouponQuerySet, *, store: Store, trashed: str) -> CouponQuerySet:
     """The store's listed `coupons` (`LISTED_COUPONS`) narrowed to the live ones (`without`),
     all (`with`) or the deleted ones (`only`), counted by the store's maintained total of that
-    listing (O(1), config/list_totals.py) rather than by a count of its rows (`counted_by`,
+    listing (O(1), core/database/list_totals.py) rather than by a count of its rows (`counted_by`,
     which LaravelPagination reads)."""
     return counted_by(coupons_trashed(coupons, trashed), coupon_total(store=store, trashed=trashed))
 
@@ -114,7 +114,7 @@ def coupon_search(
 
 def _rows_counted(coupons: CouponQuerySet) -> RawSQL:
     """The number of `coupons`, as a scalar subquery of their own compiled statement. The same
-    count as an ORM subquery (config/api/pagination.py `CountOf`, which the paginator uses when
+    count as an ORM subquery (core/api/pagination.py `CountOf`, which the paginator uses when
     a list has no total) is resolved into the outer query by relabelling every alias: that was
     a third of a search's own time, and the reason a search cost 1.23x the list with the same
     rows (docs/benchmarks/coupons.md, issue 32). Django compiles the SQL and keeps the values

@@ -18,12 +18,12 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 
-from config.api.fields import (
+from core.api.fields import (
     LengthFirstChoiceField,
     StrictBooleanField,
     StrictIntegerField,
 )
-from config.api.schema import response_example
+from core.api.schema import response_example
 from coupons.fields import (
     APPLIES_TO_RULE,
     CODE_MAX_LENGTH,

@@ -9,7 +9,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from config.api.errors import NotFound, ValidationFailed
+from core.api.errors import NotFound, ValidationFailed
 from coupons.models import (
     COUPON_DEFAULTS,
     TIED_FIELDS,

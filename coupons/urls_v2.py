@@ -1,4 +1,4 @@
-from config.api.routers import ApiRouter
+from core.api.routers import ApiRouter
 from coupons.views import CouponV2ViewSet
 
 router = ApiRouter()

@@ -9,8 +9,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
-from config.api.idempotency import idempotent
-from config.api.pagination import LaravelPagination
+from core.api.idempotency import idempotent
+from core.api.pagination import LaravelPagination
 from coupons import bodies
 from coupons.filters import CouponListFilter
 from coupons.models import Coupon

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from config.admin_filters import StoreSlugFilter, ViewOnlyAdminMixin
+from core.admin_filters import StoreSlugFilter, ViewOnlyAdminMixin
 from events.models import Event, EventPruneMark
 
 

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core import signing
 from django.utils.encoding import force_bytes
 
-from config.api.errors import BadRequest, Conflict
+from core.api.errors import BadRequest, Conflict
 
 # What the key is derived for: another use of SECRET_KEY never shares this key.
 CURSOR_KEY_INFO = b"storefront events.cursor v2"

@@ -14,7 +14,7 @@ import django_filters
 from django import forms
 from drf_spectacular.utils import extend_schema_field
 
-from config.api.filters import NonEmptyParametersForm
+from core.api.filters import NonEmptyParametersForm
 from events.models import Event
 from events.registry import SUBJECT_TYPES
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from config.api.pagination import object_schema, parse_int_param, query_parameter
+from core.api.pagination import object_schema, parse_int_param, query_parameter
 from events.cursors import CURSOR_MAX_LENGTH, cursor_decode, cursor_encode
 from events.selectors import journal_page
 

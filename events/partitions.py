@@ -15,7 +15,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from psycopg import errors
 
-from config.partitions import (
+from core.database.partitions import (
     LOCK_TIMEOUT,
     Partition,
     day_start,

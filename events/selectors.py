@@ -4,8 +4,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import QuerySet
 
-from config.api.errors import CursorExpired
-from config.replica import ReplicaState, read_preferring_replica
+from core.api.errors import CursorExpired
+from core.database.replica import ReplicaState, read_preferring_replica
 from events.cursors import JournalCursor, JournalPosition
 from events.models import Event, EventPruneMark
 from events.positions import TransactionHorizon, transaction_horizon_now

@@ -4,7 +4,7 @@ from datetime import UTC
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.schema import ErrorEnvelopeSerializer, response_example
+from core.api.schema import ErrorEnvelopeSerializer, response_example
 from events.models import Event
 from events.registry import EVENT_TYPES, SUBJECT_TYPES
 
@@ -65,6 +65,6 @@ class CursorFallbackSchema(serializers.Serializer):
     url = serializers.URLField()
 
 
-# OpenAPI description of the 410 body (config/api/errors.py renders it).
+# OpenAPI description of the 410 body (core/api/errors.py renders it).
 class CursorExpiredSchema(ErrorEnvelopeSerializer):
     fallback = CursorFallbackSchema()

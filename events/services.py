@@ -7,7 +7,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config import metrics
+from core.operations import metrics
 from events import partitions, subscribers
 from events.models import Event, EventPruneMark
 from events.registry import event_type_get

@@ -2,7 +2,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 
-from config.api.schema import error_responses
+from core.api.schema import error_responses
 from events.filters import EventFilter
 from events.models import Event
 from events.pagination import JournalPagination

@@ -14,7 +14,7 @@ from oauth2_provider.models import (
 )
 
 from accounts.admin_secrets import SecretLookupsRefused
-from config.admin_filters import NoAddAdminMixin, ViewOnlyAdminMixin
+from core.admin_filters import NoAddAdminMixin, ViewOnlyAdminMixin
 from oauth_cli import admin_sign_in_locks  # noqa: F401  (the user admin's lock-clearing action)
 from oauth_cli.models import Installation, TokenFamily
 from oauth_cli.services import installation_revoke, token_family_revoke

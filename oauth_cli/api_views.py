@@ -6,8 +6,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from accounts.credentials import CREDENTIAL_OAUTH
-from config.api.errors import Forbidden, NotFound
-from config.api.schema import data_envelope, error_responses, response_example
+from core.api.errors import Forbidden, NotFound
+from core.api.schema import data_envelope, error_responses, response_example
 from oauth_cli.selectors import cli_installation_for
 from oauth_cli.serializers import INSTALLATION_EXAMPLE, InstallationSerializer
 from oauth_cli.services import installation_revoke

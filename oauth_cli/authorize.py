@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.cache import cache
 
-from config.api.fields import too_long_message
+from core.api.fields import too_long_message
 
 CODE_CHALLENGE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{43}$")  # BASE64URL(SHA-256), RFC 7636 §4.2
 STATE_PATTERN = re.compile(r"^[\x20-\x7e]+$")  # state = 1*VSCHAR, RFC 6749 Appendix A.5

@@ -1,10 +1,10 @@
-"""The protocol endpoints' inputs read length first (config/api/fields.py, docs/api/hardening.md
+"""The protocol endpoints' inputs read length first (core/api/fields.py, docs/api/hardening.md
 "Length first"): oauthlib and our rules parse the forms and queries, so their lengths are
 checked before either runs, against the bounds the serializers of oauth_cli/serializers.py
 state in the schema.
 """
 
-from config.api.fields import (
+from core.api.fields import (
     AUTHORIZATION_MAX_LENGTH,
     PARAMETER_MAX_LENGTH,
     overlong_parameters,

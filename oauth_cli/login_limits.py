@@ -27,8 +27,8 @@ from django.urls import reverse
 from django.utils.crypto import salted_hmac
 from django.utils.deprecation import MiddlewareMixin
 
-from config import metrics
-from config.api.client_address import UNKNOWN_CLIENT_ADDRESS, client_address_key
+from core.api.client_address import UNKNOWN_CLIENT_ADDRESS, client_address_key
+from core.operations import metrics
 from oauth_cli.views import protected_page
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from config.api.schema import ERROR, RATE_LIMIT_RESPONSE_HEADERS, RequiredBodySchema
+from core.api.schema import ERROR, RATE_LIMIT_RESPONSE_HEADERS, RequiredBodySchema
 from oauth_cli.serializers import OAuthErrorSerializer
 
 FORM = "application/x-www-form-urlencoded"
@@ -96,7 +96,7 @@ def header(name: str, schema, statuses, description: str = "") -> OpenApiParamet
 NO_STORE = {"type": "string", "enum": ["no-store"]}
 # 429 and 500 are the business envelope on every protocol endpoint (spec "Errors" 3).
 COMMON_ERRORS = {429: ERROR, 500: ERROR}
-# Every OAuth endpoint's, the consent form's too (config.api.middleware).
+# Every OAuth endpoint's, the consent form's too (core.api.middleware).
 TOO_LARGE = oauth_error("`invalid_request`: the body is over 2.5 MiB.", status=413)
 # 400 is also the envelope's `bad_request` when Django cannot parse the form body at all (a
 # multipart body without a boundary), before the view runs. Written as a schema: DRF has no

@@ -11,7 +11,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework.authentication import BasicAuthentication
 
-from config.api.pagination import EXAMPLE_BASE_URL
+from core.api.pagination import EXAMPLE_BASE_URL
 from oauth_cli.schema import (
     CLI,
     COMMON_ERRORS,

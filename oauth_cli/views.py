@@ -22,9 +22,9 @@ from oauth2_provider.signals import app_authorized
 from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.mixins import OAuthLibMixin
 
-from config import metrics
-from config.api.fields import too_long_message
-from config.api.ratelimit import address_rate_limited
+from core.api.fields import too_long_message
+from core.api.ratelimit import address_rate_limited
+from core.operations import metrics
 from oauth_cli.authorize import (
     AuthTokenStoreUnavailable,
     authorize_request_error,

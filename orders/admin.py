@@ -2,8 +2,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
-from config.admin_filters import StoreSlugFilter
-from config.api.errors import ApiError, ValidationFailed
+from core.admin_filters import StoreSlugFilter
+from core.api.errors import ApiError, ValidationFailed
 from orders.models import Order
 from orders.services import order_complete, order_place
 

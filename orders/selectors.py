@@ -1,4 +1,4 @@
-from config.api.errors import NotFound
+from core.api.errors import NotFound
 from orders.models import Order
 
 

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.schema import response_example
+from core.api.schema import response_example
 from orders.models import Order
 
 INVOICE_FIELDS = ["id", "status", "total_cents", "currency", "created_at"]

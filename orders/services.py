@@ -3,7 +3,7 @@ import re
 from django.db import transaction
 from django.utils import timezone
 
-from config.api.errors import Conflict, ValidationFailed
+from core.api.errors import Conflict, ValidationFailed
 from coupons.services import coupon_apply
 from events.services import record
 from orders.models import Order

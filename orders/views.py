@@ -3,8 +3,8 @@ import functools
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 
-from config.api.pagination import LaravelPagination
-from config.api.schema import error_responses
+from core.api.pagination import LaravelPagination
+from core.api.schema import error_responses
 from events.views import JournalViewSet, journal_schema
 from orders.models import Order
 from orders.selectors import order_journal_filters

@@ -16,7 +16,7 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from accounts.abilities import effective_abilities
 from accounts.credentials import CREDENTIAL_API_KEY, Credential
-from config.api.errors import BadRequest, Forbidden
+from core.api.errors import BadRequest, Forbidden
 from stores.models import Membership, Store
 from stores.selectors import membership_default, membership_for_slug
 
@@ -71,7 +71,7 @@ def resolve_store_context(request) -> StoreContext:
     credential: Credential = request.auth
     slug = named_store_slug(request)
     if slug is not None:
-        # Length first (config/api/fields.py): no lookup reads a value no slug can have.
+        # Length first (core/api/fields.py): no lookup reads a value no slug can have.
         context = None
         if len(slug) <= STORE_SLUG_MAX_LENGTH:
             context = _memoized(

@@ -2,8 +2,8 @@ from django import forms
 from django.contrib import admin
 from rest_framework import serializers
 
-from config.admin_filters import StoreSlugFilter
-from config.api.errors import ValidationFailed
+from core.admin_filters import StoreSlugFilter
+from core.api.errors import ValidationFailed
 from stores.models import Membership, Store
 from stores.serializers import StoreSlugField
 from stores.services import store_slug_check_not_reserved

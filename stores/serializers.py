@@ -1,7 +1,7 @@
 """The store contract: the request fields with their format rules, and the representations.
 
 The rules of `slug` and `name` are the validators of their field classes (length first,
-config/api/fields.py), from which drf-spectacular derives the schema and which the admin's store
+core/api/fields.py), from which drf-spectacular derives the schema and which the admin's store
 form runs too; rules that need the database or a lock are stores.services'.
 """
 
@@ -14,14 +14,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.serializers import CREDENTIAL_TYPES, SortedStringsField
-from config.api.fields import StrictCharField
+from core.api.fields import StrictCharField
 from stores.models import Store
 from stores.services import RESERVED_SLUGS
 
 
 class FormatRulesField(StrictCharField):
     """A JSON string checked against its class's format rules: length bounds, checked first
-    (config/api/fields.py), then its format, each declared once as a validator (so the schema
+    (core/api/fields.py), then its format, each declared once as a validator (so the schema
     states them too)."""
 
     min_length: int

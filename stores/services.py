@@ -8,7 +8,7 @@ from django.utils import timezone
 from accounts.abilities import ROLE_OWNER
 from accounts.identity import identity_changed
 from accounts.models import ApiKey, User
-from config.api.errors import RateLimited, ValidationFailed
+from core.api.errors import RateLimited, ValidationFailed
 from stores.models import Membership, Store
 
 RESERVED_SLUGS = frozenset(

@@ -10,9 +10,9 @@ from rest_framework.response import Response
 
 from accounts.abilities import ACCOUNT_READ, ROLE_PERMISSIONS, STORES_CREATE
 from accounts.permissions import HasAbility
-from config.api.idempotency import idempotent
-from config.api.pagination import WholeListPagination
-from config.api.schema import data_envelope, error_responses, response_example
+from core.api.idempotency import idempotent
+from core.api.pagination import WholeListPagination
+from core.api.schema import data_envelope, error_responses, response_example
 from stores.access import StorePermission, resolve_store_context
 from stores.models import Store
 from stores.selectors import stores_accessible

@@ -14,8 +14,8 @@ from django.test import Client
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
-from config import health
-from config.api import ratelimit
+from core.api import ratelimit
+from core.operations import health
 from oauth_cli.services import cli_application_ensure
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key

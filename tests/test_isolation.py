@@ -15,9 +15,9 @@ import redis
 from django.conf import settings
 from django.core.cache import cache
 
-from config.api import ratelimit
-from config.beat import BEAT_LOCK_KEY
 from config.celery import app
+from core.api import ratelimit
+from core.operations.beat import BEAT_LOCK_KEY
 from tests.ordering import DURATIONS, MEAN_TEST_SECONDS, longest_files_first
 from tests.settings_helpers import run_python
 

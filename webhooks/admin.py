@@ -11,8 +11,8 @@ from django.utils import timezone
 from oauth2_provider.admin import mask_credential
 
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
-from config.admin_filters import NoAddAdminMixin, StoreSlugFilter
-from config.api.errors import ApiError
+from core.admin_filters import NoAddAdminMixin, StoreSlugFilter
+from core.api.errors import ApiError
 from webhooks.addresses import url_origin
 from webhooks.channel_services import channel_test_send
 from webhooks.models import (

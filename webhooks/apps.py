@@ -5,9 +5,9 @@ class WebhooksConfig(AppConfig):
     name = "webhooks"
 
     def ready(self):
-        from config import health
-        from config.list_totals import registered
-        from config.metrics.views import SCRAPE_COLLECTORS
+        from core.database.list_totals import registered
+        from core.operations import health
+        from core.operations.metrics.views import SCRAPE_COLLECTORS
         from events import partitions, subscribers
         from webhooks import checks  # noqa: F401  (registers the system checks)
         from webhooks.metrics import BacklogCollector, backlog_check

@@ -19,7 +19,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config import metrics
+from core.operations import metrics
 from webhooks.addresses import url_origin
 from webhooks.failures import (
     destination_health_update,

@@ -4,9 +4,9 @@ SDK (`sellapp-sdk` 0.2.1, `client.webhook_channels`) sends and reads it."""
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.fields import LengthFirstChoiceField, StrictBooleanField, StrictCharField
-from config.api.pagination import MAX_PAGE_SIZE
-from config.api.schema import response_example
+from core.api.fields import LengthFirstChoiceField, StrictBooleanField, StrictCharField
+from core.api.pagination import MAX_PAGE_SIZE
+from core.api.schema import response_example
 from events.registry import EVENT_TYPES
 from webhooks.models import WebhookChannel
 from webhooks.serializers import (

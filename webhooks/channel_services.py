@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.api.errors import Conflict, NotFound, ValidationFailed
+from core.api.errors import Conflict, NotFound, ValidationFailed
 from events.models import Event
 from events.registry import event_type_get
 from stores.models import Store

@@ -10,9 +10,9 @@ from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from config.api.idempotency import Withheld, idempotent
-from config.api.pagination import LaravelPagination
-from config.api.schema import data_envelope, error_responses, response_example
+from core.api.idempotency import Withheld, idempotent
+from core.api.pagination import LaravelPagination
+from core.api.schema import data_envelope, error_responses, response_example
 from stores.access import resolve_store_context
 from webhooks.addresses import url_origin
 from webhooks.channel_serializers import (

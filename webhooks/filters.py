@@ -6,8 +6,8 @@ import django_filters
 from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 
-from config.api.filters import NonEmptyParametersForm
-from config.api.pagination import counted_by
+from core.api.filters import NonEmptyParametersForm
+from core.api.pagination import counted_by
 from events.registry import EVENT_TYPES
 from webhooks.models import WebhookDelivery
 from webhooks.selectors import delivery_total

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
-from config.health import OK
+from core.operations.health import OK
 from webhooks.models import WebhookChannel, WebhookDelivery
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from config.list_totals import ListTotals
+from core.database.list_totals import ListTotals
 from webhooks.addresses import url_origin
 
 

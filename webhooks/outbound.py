@@ -26,8 +26,8 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 
-from config import metrics
-from config.api.errors import RateLimited, ServiceUnavailable
+from core.api.errors import RateLimited, ServiceUnavailable
+from core.operations import metrics
 
 logger = logging.getLogger(__name__)
 

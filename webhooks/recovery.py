@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from config.api.errors import Conflict, RateLimited, ValidationFailed
+from core.api.errors import Conflict, RateLimited, ValidationFailed
 from events.models import Event
 from stores.models import Store
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookRecovery

@@ -6,7 +6,7 @@ from django.db.models import Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from config.api.errors import NotFound
+from core.api.errors import NotFound
 from events.registry import EVENT_TYPES, EventType
 from webhooks.models import (
     WebhookChannel,
@@ -57,7 +57,7 @@ def event_types_list() -> list[EventType]:
 
 def delivery_total(*, store) -> Coalesce:
     """The number of the store's deliveries, as an expression: its maintained counter row,
-    O(1) at any size (config/list_totals.py). No row: no deliveries."""
+    O(1) at any size (core/database/list_totals.py). No row: no deliveries."""
     counter = WebhookDeliveryTotal.objects.filter(store=store).values("deliveries")
     return Coalesce(Subquery(counter), 0)
 

@@ -5,8 +5,8 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.fields import LengthFirstChoiceField, StrictBooleanField, StrictCharField
-from config.api.schema import response_example
+from core.api.fields import LengthFirstChoiceField, StrictBooleanField, StrictCharField
+from core.api.schema import response_example
 from events.registry import EVENT_TYPES
 from webhooks.addresses import (
     MAX_URL_LENGTH,
@@ -55,7 +55,7 @@ class DestinationUrlField(StrictCharField):
     states the same length and pattern) and the addresses its host resolves to (SSRF)."""
 
     def __init__(self, **kwargs):
-        # The length first (config/api/fields.py): no longer URL reaches url_check.
+        # The length first (core/api/fields.py): no longer URL reaches url_check.
         super().__init__(trim_whitespace=False, max_length=MAX_URL_LENGTH, **kwargs)
 
     def to_internal_value(self, data):

@@ -23,8 +23,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from config import metrics
-from config.api.errors import NotFound, RateLimited, ValidationFailed
+from core.api.errors import NotFound, RateLimited, ValidationFailed
+from core.operations import metrics
 from events.models import Event
 from stores.models import Store
 from webhooks.addresses import url_origin

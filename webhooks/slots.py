@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from config.db import PreparedStatement
+from core.database.connections import PreparedStatement
 from webhooks.leases import keeper, live_seconds
 from webhooks.models import WebhookSendSlot, due_sql
 from webhooks.queueing import destination_drain_continue
@@ -127,7 +127,8 @@ WAKE_SQL = "SELECT {own_due}, {account_next}, CASE WHEN %(failing)s THEN {failin
     ),
     failing_next=_next_waiting("dest.failing_since IS NOT NULL"),
 )
-# Prepared once per database session (config/db.py): planning the wake-up query cost more than
+# Prepared once per database session (core/database/connections.py): planning the wake-up query
+# cost more than
 # running it.
 RELEASE_STATEMENT = PreparedStatement("storefront_send_slots_release", RELEASE_SQL)
 WAKE_STATEMENT = PreparedStatement("storefront_send_slots_wake", WAKE_SQL)

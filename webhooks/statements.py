@@ -1,7 +1,7 @@
 """The hand-written SQL of a delivery's way (webhooks/attempts.py): the claim and the outcome,
 one round trip each where the ORM took four or more, measured against their ORM versions
 (docs/decisions/webhooks.md "A delivery's way through the code"). Prepared once per database
-session (config/db.py): planning them was a large part of their time.
+session (core/database/connections.py): planning them was a large part of their time.
 """
 
 from datetime import timedelta
@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import connection
 
-from config.db import PreparedStatement
+from core.database.connections import PreparedStatement
 from events.models import Event
 from webhooks.leases import live_seconds
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt, due_sql

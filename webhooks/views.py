@@ -20,11 +20,11 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from config.api.errors import NotFound
-from config.api.idempotency import Withheld, idempotent
-from config.api.pagination import LaravelPagination
-from config.api.schema import data_envelope, error_responses, response_example
-from config.replica import read_preferring_replica
+from core.api.errors import NotFound
+from core.api.idempotency import Withheld, idempotent
+from core.api.pagination import LaravelPagination
+from core.api.schema import data_envelope, error_responses, response_example
+from core.database.replica import read_preferring_replica
 from stores.access import StorePermission, resolve_store_context
 from webhooks.addresses import url_origin
 from webhooks.filters import WebhookDeliveryFilter
@@ -66,7 +66,7 @@ DELIVERY_PATH_PARAMETER = OpenApiParameter(
     description="Delivery id (UUID); anything else, or another store's delivery, is a 404.",
 )
 
-# What the idempotency record of a destination write holds only as a digest (config/api/
+# What the idempotency record of a destination write holds only as a digest (core/api/
 # idempotency.py Withheld; docs/decisions/hardening.md, Hardening IV 3 and 4).
 SECRET_WITHHELD = Withheld(
     name="secret",
@@ -116,7 +116,7 @@ DESTINATION_DEPRECATION_HEADERS = {
 
 @extend_schema(deprecated=True)
 class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
-    # The store's one destination, served at the prefix itself (config/api/routers.py).
+    # The store's one destination, served at the prefix itself (core/api/routers.py).
     singleton = True
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -267,7 +267,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
         return super().get_queryset().filter(store=self.request.store)
 
     def list(self, request, *args, **kwargs):
-        # The history reads from the replica when one is usable (config/replica.py).
+        # The history reads from the replica when one is usable (core/database/replica.py).
         return read_preferring_replica(
             lambda using: mixins.ListModelMixin.list(self, request, *args, **kwargs)
         )
@@ -290,7 +290,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
             return self.get_serializer(found).data
 
         try:
-            data = read_preferring_replica(read)  # config/replica.py
+            data = read_preferring_replica(read)  # core/database/replica.py
         except NotFound:
             # Maybe not replayed yet (a delivery just made, or replayed): the primary decides.
             data = read(DEFAULT_DB_ALIAS)

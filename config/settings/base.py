@@ -42,7 +42,7 @@ INSTALLED_APPS = [
     "axes",
     # The request id and its way into Celery tasks (config/settings/logging.py).
     "django_guid",
-    "config.api",
+    "core.api",
     "accounts",
     "stores",
     "coupons",
@@ -56,9 +56,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First and last (django-prometheus): request counts and latencies of the whole stack.
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
-    "config.api.middleware.RequestIdMiddleware",
+    "core.api.middleware.RequestIdMiddleware",
     # Before anything reads the body (the CSRF check, forms, DRF): a 413, never a 500.
-    "config.api.middleware.RequestBodyLimitMiddleware",
+    "core.api.middleware.RequestBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Right after SecurityMiddleware, as WhiteNoise asks: /static/ (config/settings/static.py).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -68,8 +68,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.api.middleware.RateLimitHeadersMiddleware",
-    "config.api.middleware.AllowHeaderMiddleware",
+    "core.api.middleware.RateLimitHeadersMiddleware",
+    "core.api.middleware.AllowHeaderMiddleware",
     # Sign-in while Redis (the failure counters) is down: a 503 page, not a 500.
     "oauth_cli.login_limits.SignInLimitsUnavailableMiddleware",
     # After a sign-in: the cookie that exempts this browser from strangers' failures.
@@ -77,8 +77,9 @@ MIDDLEWARE = [
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
-    # Innermost: a read whose database connection the server ended runs again (config/db.py).
-    "config.db.ReadFailoverMiddleware",
+    # Innermost: a read whose database connection the server ended runs again
+    # (core/database/connections.py).
+    "core.database.connections.ReadFailoverMiddleware",
 ]
 
 # Django's four: passwords set through its forms (admin, createsuperuser, changepassword) are
@@ -100,7 +101,7 @@ ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "/accounts/login/"
-CSRF_FAILURE_VIEW = "config.api.views.csrf_failure"
+CSRF_FAILURE_VIEW = "core.api.views.csrf_failure"
 
 TEMPLATES = [
     {
@@ -132,10 +133,10 @@ DATABASES["default"]["OPTIONS"] = {
     **DATABASES["default"].get("OPTIONS", {}),
 }
 # django-prometheus' backend (query, error and connection counts for /metrics) that waits for a
-# restarting server (config/postgresql).
-DATABASES["default"]["ENGINE"] = "config.postgresql"
+# restarting server (core/database/backend).
+DATABASES["default"]["ENGINE"] = "core.database.backend"
 # An optional streaming replica for the event journal's and the delivery history's reads
-# (config/replica.py, docs/decisions/events.md "Reads from a replica"); unset: all on the
+# (core/database/replica.py, docs/decisions/events.md "Reads from a replica"); unset: all on the
 # primary. Its connection gives up after 2 s (libpq's connect_timeout; a URL's own wins), and
 # reads go to the primary while it is further behind than DATABASE_REPLICA_MAX_LAG_SECONDS.
 DATABASE_REPLICA_MAX_LAG_SECONDS = env.seconds("DATABASE_REPLICA_MAX_LAG_SECONDS", 5)
@@ -154,16 +155,19 @@ if env.str("DATABASE_REPLICA_URL", default=""):
         # Tests read the test database there (pytest-django creates none for it).
         "TEST": {"MIRROR": "default"},
     }
-DATABASE_ROUTERS = ["config.replica.ReplicaRouter"]
+DATABASE_ROUTERS = ["core.database.replica.ReplicaRouter"]
 # How long opening a connection keeps trying while PostgreSQL refuses it (a restart, a
-# failover): requests wait that long for the server instead of failing at once (config/db.py).
+# failover): requests wait that long for the server instead of failing at once
+# (core/database/connections.py).
 DATABASE_CONNECT_RETRY_SECONDS = env.seconds("DATABASE_CONNECT_RETRY_SECONDS", 5)
-# How long one statement of a web request may run (config/db.py): PostgreSQL stops it and the
+# How long one statement of a web request may run (core/database/connections.py): PostgreSQL stops
+# it and the
 # request answers 503 with Retry-After; 0: no limit. Tasks, commands and migrations have none.
 DATABASE_STATEMENT_TIMEOUT_SECONDS = env.seconds("DATABASE_STATEMENT_TIMEOUT_SECONDS", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The per-request plain-SQL reads run as statements prepared once per PostgreSQL session
-# (config/db.py). Off by default with DATABASE_CONN_MAX_AGE=0: a connection per request has
+# (core/database/connections.py). Off by default with DATABASE_CONN_MAX_AGE=0: a connection per
+# request has
 # nothing to reuse, and that is the setting docs/scaling.md gives for PgBouncer in transaction
 # mode, which would lose a session's statements between two transactions.
 DATABASE_PREPARED_STATEMENTS = env.bool(
@@ -198,15 +202,15 @@ REST_FRAMEWORK = {
         "oauth_cli.authentication.OAuthAccessTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_THROTTLE_CLASSES": ["config.api.ratelimit.CredentialRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.api.ratelimit.CredentialRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONObjectParser"],
-    "DEFAULT_SCHEMA_CLASS": "config.api.schema.StorefrontAutoSchema",
-    "EXCEPTION_HANDLER": "config.api.errors.api_exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["core.api.parsers.JSONObjectParser"],
+    "DEFAULT_SCHEMA_CLASS": "core.api.schema.StorefrontAutoSchema",
+    "EXCEPTION_HANDLER": "core.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     # No OPTIONS metadata: OPTIONS answers 405 like any method a path does not document.
     "DEFAULT_METADATA_CLASS": None,
-    # Trusted reverse proxies in front of the app; config.api.client_address reads it for every
+    # Trusted reverse proxies in front of the app; core.api.client_address reads it for every
     # per-address limit. 0: X-Forwarded-For is ignored.
     "NUM_PROXIES": env.count("NUM_PROXIES", default=0),
 }
@@ -317,7 +321,7 @@ CELERY_BEAT_SCHEDULE = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.api.middleware.RequestIdLogFilter"}},
+    "filters": {"request_id": {"()": "core.api.middleware.RequestIdLogFilter"}},
     "formatters": LOG_FORMATTERS,  # noqa: F405
     "handlers": {
         "console": {

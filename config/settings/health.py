@@ -13,7 +13,7 @@ BEAT_HEARTBEAT_SECONDS = env.seconds("BEAT_HEARTBEAT_SECONDS", 15)
 BEAT_LOCK_SECONDS = env.seconds("BEAT_LOCK_SECONDS", 4 * BEAT_HEARTBEAT_SECONDS)
 HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS = env.seconds("HEALTH_WEBHOOK_BACKLOG_MAX_AGE_SECONDS", 300)
 
-CELERY_BEAT_SCHEDULER = "config.beat:LockedScheduler"
+CELERY_BEAT_SCHEDULER = "core.operations.beat:LockedScheduler"
 
 # Deliveries (and the sweeper that re-queues them) on their own queue, so a long prune never
 # delays a send; everything else, including any task not routed here, on `maintenance`.
@@ -51,4 +51,4 @@ def worker_heartbeat_schedule(interval: float) -> dict:
 
 HEALTH_BEAT_SCHEDULE = worker_heartbeat_schedule(WORKER_HEARTBEAT_SECONDS)
 # Not an app's tasks.py (autodiscovery does not find it): the workers import it at start.
-CELERY_IMPORTS = ("config.worker_heartbeat",)
+CELERY_IMPORTS = ("core.operations.worker_heartbeat",)

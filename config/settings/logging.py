@@ -34,7 +34,7 @@ def _json_formatter() -> dict:
 
 
 # The formatters of LOGGING (base.py): both carry the request id, `-` outside any request or
-# task (config.api.middleware.RequestIdLogFilter). The extra fields of a record (the request
+# task (core.api.middleware.RequestIdLogFilter). The extra fields of a record (the request
 # line's route, status, ...) are JSON members; plain lines show the message only.
 LOG_FORMATTERS = {
     "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
@@ -44,7 +44,7 @@ LOG_FORMATTERS = {
 
 LOG_FORMAT = log_format_from_env("plain")
 
-# django-guid keeps the request id (config.api.middleware.RequestIdMiddleware sets it) and its
+# django-guid keeps the request id (core.api.middleware.RequestIdMiddleware sets it) and its
 # Celery integration copies it into the headers of every task published while it is set; the
 # worker makes it current for the task's log lines (and for the tasks that task publishes).
 # A task published outside a request (beat) gets a fresh id. django-guid's own middleware is not

@@ -42,7 +42,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
 # unknown client, per username-from-known-browsers for a known browser, per address only from
 # a known address (see login_limits.py).
 AXES_LOCKOUT_PARAMETERS = "oauth_cli.login_limits.lockout_parameters"
-AXES_CLIENT_IP_CALLABLE = "config.api.client_address.client_address_key"
+AXES_CLIENT_IP_CALLABLE = "core.api.client_address.client_address_key"
 AXES_USERNAME_CALLABLE = "oauth_cli.login_limits.username_key"
 AXES_LOCKOUT_CALLABLE = "oauth_cli.views.locked_out_response"
 # A sign-in that succeeds keeps the counters: otherwise an attacker with one real account

@@ -37,7 +37,7 @@ def _networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network,
     return tuple(networks)
 
 
-# Client addresses (as config.api.client_address sees them, through NUM_PROXIES) allowed to
+# Client addresses (as core.api.client_address sees them, through NUM_PROXIES) allowed to
 # scrape /metrics. Empty by default: behind a reverse proxy every request comes from the
 # proxy's address, so a loopback default would publish the metrics to the internet.
 METRICS_ALLOWED_NETWORKS = _networks("METRICS_ALLOWED_ADDRESSES")

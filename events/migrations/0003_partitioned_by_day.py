@@ -1,12 +1,12 @@
 """events_event becomes partitioned by UTC day on occurred_at; the rows it has stay in one
 partition, events_event_legacy (docs/decisions/events.md "Partitioned by day"). Not atomic:
 the scans run while writers go on, and the lock is held only for the swap
-(config/partitions.py). Rolled back by copying the rows into a plain table again."""
+(core/database/partitions.py). Rolled back by copying the rows into a plain table again."""
 
 from django.conf import settings
 from django.db import migrations
 
-from config.partitions import table_partition_by_day, table_unpartition
+from core.database.partitions import table_partition_by_day, table_unpartition
 
 
 def partition(apps, schema_editor):

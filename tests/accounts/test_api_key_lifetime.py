@@ -15,7 +15,7 @@ from accounts.authentication import ApiKeyAuthentication
 from accounts.models import ApiKey
 from accounts.selectors import api_key_hash
 from accounts.services import api_key_create
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 from stores.models import Store
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 

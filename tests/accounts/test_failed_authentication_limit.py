@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from accounts import identity
 from accounts.models import ApiKey
 from accounts.services import api_key_revoke
-from config.api import ratelimit
+from core.api import ratelimit
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
 

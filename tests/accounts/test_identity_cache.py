@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey
 from accounts.services import api_key_create, api_key_revoke
-from config.api import ratelimit
+from core.api import ratelimit
 from oauth_cli.models import Installation
 from oauth_cli.services import installation_revoke
 from stores.models import Membership

@@ -1,11 +1,11 @@
-"""config.api.client_address: the client behind NUM_PROXIES trusted proxies, never a forged one,
+"""core.api.client_address: the client behind NUM_PROXIES trusted proxies, never a forged one,
 and the key of the per-address limits (IPv6: the client's network)."""
 
 import pytest
 from django.conf import settings
 from django.test import RequestFactory, override_settings
 
-from config.api.client_address import client_address, client_address_key
+from core.api.client_address import client_address, client_address_key
 
 
 def behind(hops: int):

@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config.api.errors import ERROR_CODES
-from config.api.middleware import RequestIdLogFilter
+from core.api.errors import ERROR_CODES
+from core.api.middleware import RequestIdLogFilter
 from tests.api.envelope import assert_envelope, assert_html_error_page
 from tests.factories import make_api_key
 

@@ -22,8 +22,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.test import Client
 
-from config.api.fields import StrictCharField
-from config.api.models import IdempotencyKey
+from core.api.fields import StrictCharField
+from core.api.models import IdempotencyKey
 from events.services import record
 from oauth_cli.services import cli_application_ensure
 from tests.api.envelope import ENVELOPE_KEYS

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config.api.pagination import _page_range_elements
+from core.api.pagination import _page_range_elements
 from orders.services import order_place
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,5 @@
-"""config/db.py's PreparedStatement, which the webhook worker's claim, outcome and send-slot
+"""core/database/connections.py's PreparedStatement, which the webhook worker's claim, outcome and
+send-slot
 statements use (the request path has none since issue 30: the identity is kept per process and
 the coupon page is read through the ORM): prepared on a session's first run, reused after,
 prepared again on a new session or after a reset, and sent as plain SQL when
@@ -9,7 +10,7 @@ from django.db import ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from config.db import PreparedStatement
+from core.database.connections import PreparedStatement
 from stores.models import Store
 from tests.factories import StoreFactory
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 from django.test import override_settings
 
-from config.api import ratelimit
+from core.api import ratelimit
 from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
 from tests.outages import dead_redis_caches

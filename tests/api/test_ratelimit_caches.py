@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from config.api import ratelimit
+from core.api import ratelimit
 
 WINDOW_MIDDLE = 1_800_000_030.0  # 30 s into a window: a minute boundary cannot split a test
 

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from config.api.middleware import RequestIdLogFilter
+from core.api.middleware import RequestIdLogFilter
 from tests.settings_helpers import production_environment, run_python, settings_of
 
 pytestmark = pytest.mark.django_db
@@ -141,7 +141,7 @@ def test_no_secret_is_in_any_log_line_of_a_request(store, api_key):
 
 
 def test_a_client_chosen_request_id_is_not_used(auth_client):
-    """An incoming X-Request-Id is not trusted (config.api.middleware.RequestIdMiddleware)."""
+    """An incoming X-Request-Id is not trusted (core.api.middleware.RequestIdMiddleware)."""
     chosen = "req_chosen_by_the_client_000000"
 
     with LogCapture("json") as logs:

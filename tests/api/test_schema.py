@@ -397,7 +397,7 @@ def test_a_revalidated_schema_is_a_304_without_a_body():
 
 
 def test_the_schema_cache_builds_one_document_for_concurrent_first_requests():
-    from config.api.schema_view import SchemaCache
+    from core.api.schema_view import SchemaCache
 
     cache = SchemaCache()
     built = []

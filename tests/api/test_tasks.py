@@ -6,9 +6,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from config.api.models import IdempotencyKey
-from config.api.tasks import idempotency_keys_prune_task
 from config.celery import app
+from core.api.models import IdempotencyKey
+from core.api.tasks import idempotency_keys_prune_task
 
 pytestmark = pytest.mark.django_db
 

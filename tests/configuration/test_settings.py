@@ -340,7 +340,7 @@ def test_well_formed_values_are_read():
         "CLI_CLIENT_ID": "$HOME",
     }
     assert {k: database[k] for k in ("ENGINE", "NAME", "USER", "HOST", "PORT", "CONN_MAX_AGE")} == {
-        "ENGINE": "config.postgresql",
+        "ENGINE": "core.database.backend",
         "NAME": "shop",
         "USER": "storefront",
         "HOST": "db.internal",

@@ -263,7 +263,7 @@ def test_code_is_reusable_after_delete(store, auth_client):
 def test_deleted_coupon_cannot_be_applied(store, auth_client):
     from django.db import transaction
 
-    from config.api.errors import ValidationFailed
+    from core.api.errors import ValidationFailed
     from coupons.services import coupon_apply
 
     coupon = CouponFactory(store=store, code="BYE")

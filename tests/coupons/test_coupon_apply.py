@@ -6,7 +6,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 from coupons.models import Coupon
 from coupons.services import coupon_apply
 from tests.concurrency import run_at_once

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from config.api.pagination import DEFERRED_JOIN_FROM
+from core.api.pagination import DEFERRED_JOIN_FROM
 from coupons.models import Coupon
 from coupons.serializers import CouponSerializer
 from tests.factories import CouponFactory
@@ -162,7 +162,7 @@ def list_queries(client, query):
 @pytest.fixture
 def statements_as_sent(settings):
     """The statements' SQL as text in the captured queries, not EXECUTEs of prepared ones
-    (config/db.py; tests/api/test_prepared_statements.py covers those)."""
+    (core/database/connections.py; tests/api/test_prepared_statements.py covers those)."""
     settings.DATABASE_PREPARED_STATEMENTS = False
 
 

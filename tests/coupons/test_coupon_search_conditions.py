@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 from coupons.models import Coupon
 from coupons.search import MAX_FILTERS, MAX_IN_VALUES, coupon_search_parse
 from tests.factories import CouponFactory

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 from coupons.models import Coupon
 from coupons.search import MAX_FILTERS, MAX_LIKE_LENGTH, MAX_LIKE_WILDCARDS, coupon_search_parse
 from tests.factories import CouponFactory

@@ -4,7 +4,7 @@ write nothing; restore refuses a code held by a live coupon."""
 import pytest
 from django.utils import timezone
 
-from config.api.errors import NotFound, ValidationFailed
+from core.api.errors import NotFound, ValidationFailed
 from coupons.models import Coupon
 from coupons.services import coupon_create, coupon_delete, coupon_restore, coupon_update
 from events.models import Event

@@ -264,7 +264,7 @@ def test_concurrent_creations_and_deletions_stay_exact(user):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_edit_that_changes_no_total_does_not_wait_for_a_recount(user):
-    # An update changes the totals table only when a total changes (config/list_totals.py):
+    # An update changes the totals table only when a total changes (core/database/list_totals.py):
     # editing a coupon takes no lock on it, so it does not wait for recount_lists' EXCLUSIVE
     # lock (nor deadlock with a TRUNCATE); a soft delete, which moves a count, does wait.
     store = MembershipFactory(user=user).store

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from config import health
+from core.operations import health
 from oauth_cli.services import cli_application_ensure
 from tests.docs.examples import PAGES, PageRun, blocks_of, check
 

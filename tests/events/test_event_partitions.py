@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from config.partitions import partition_name, partitions_list
+from core.database.partitions import partition_name, partitions_list
 from events.models import Event
 from events.partitions import legacy_partition, partitions_ahead, partitions_ensure
 from events.services import events_prune, partitions_upkeep

@@ -14,8 +14,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connections, transaction
 
-from config import health
-from config.replica import REPLICA
+from core.database.replica import REPLICA
+from core.operations import health
 from events.services import events_prune, record
 from orders.services import order_complete, order_place
 from tests.events.helpers import record_committed

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from config.partitions import day_start, partitions_list
+from core.database.partitions import day_start, partitions_list
 from events.models import Event
 from events.services import events_prune
 from events.tasks import partitions_upkeep_task

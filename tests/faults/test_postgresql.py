@@ -8,7 +8,8 @@ checks every write: one coupon per Idempotency-Key, the one its client was answe
 Targets: recovered within RECOVERY_TARGET s of the fault, at most one failed request per
 web process (each holds one database connection; gunicorn's sync workers close each client
 connection after its answer, so a failed request had a client connection of its own) and that
-one a write in flight (reads are answered on a new connection: config/db.py), none after
+one a write in flight (reads are answered on a new connection: core/database/connections.py), none
+after
 recovery, no lost or doubled write. Through PgBouncer in transaction mode (docs/scaling.md's
 settings): no failed request at all, and the webhook send slots still exact (a worker's
 processes through the same PgBouncer push each created coupon's event once, never more at once
@@ -27,7 +28,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
-from config.api.models import IdempotencyKey
+from core.api.models import IdempotencyKey
 from coupons.models import Coupon
 from events.models import Event
 from tests.factories import MembershipFactory, make_api_key
@@ -167,7 +168,8 @@ def test_the_api_recovers_from_a_database_fault_under_load(
     # client's next request may reach the other web process (sync workers close each client
     # connection after its answer), so one client can see one failure from each.
     assert found.failures <= WORKERS, found
-    # A read is answered on a new connection (config/db.py): an idle connection the server
+    # A read is answered on a new connection (core/database/connections.py): an idle connection the
+    # server
     # ended is dropped before the request, one ended during a query is read again. What may
     # fail is a write whose query the server ended (its client retries it with its key).
     failed_reads = [o for o in load.outcomes if o.failed and o.operation != "coupon create"]

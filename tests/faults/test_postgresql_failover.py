@@ -1,5 +1,6 @@
 """A persistent connection the server ended (issue 29, point 13): the request or task that meets
-it is served on a new connection, without a round trip added to every request (config/db.py).
+it is served on a new connection, without a round trip added to every request
+(core/database/connections.py).
 
 On a PostgreSQL of this module's own (tests/faults/conftest.py `postgresql`): its sessions are
 ended with pg_terminate_backend and the server itself restarted (fast) under a real worker.
@@ -14,7 +15,7 @@ from django.db import OperationalError, connection, transaction
 from rest_framework.test import APIClient
 
 from config.celery import app
-from config.db import close_connections_the_server_ended
+from core.database.connections import close_connections_the_server_ended
 from coupons.models import Coupon
 from events.models import Event
 from tests.factories import CouponFactory, MembershipFactory, make_api_key, old_events
@@ -241,7 +242,7 @@ def test_tasks_after_a_fast_restart_and_during_a_session_end_run_not_failed(
     prune("the first task")
 
     # when the server restarts (fast: every session ended) before the next task comes, that
-    # task runs on a new connection: not failed, not even retried (config/db.py)
+    # task runs on a new connection: not failed, not even retried (core/database/connections.py)
     postgresql.restart("fast")
     connection.close()  # the test's own session ended too
     prune("the task after the restart")

@@ -29,7 +29,7 @@ import requests
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection
 
-from config.api.ratelimit import OUTAGE_PAUSE_SECONDS
+from core.api.ratelimit import OUTAGE_PAUSE_SECONDS
 from events.models import Event
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.faults.redis_helpers import (

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.test import Client, override_settings
 
 from config.celery import app
-from config.worker_heartbeat import WORKER_HEARTBEAT_TASK, worker_heartbeat_last
+from core.operations.worker_heartbeat import WORKER_HEARTBEAT_TASK, worker_heartbeat_last
 from tests.faults.redis_helpers import WorkerOnRedis
 from tests.servers import wait_for
 
@@ -41,7 +41,8 @@ def cache_on(redis_url: str) -> dict:
 
 
 def send_heartbeat(redis_url: str, name: str, **options) -> None:
-    """The heartbeat task, recording `name` (config/worker_heartbeat.py), on the webhooks queue
+    """The heartbeat task, recording `name` (core/operations/worker_heartbeat.py), on the webhooks
+    queue
     of the broker at `redis_url`, through a connection of its own (the last one may be gone)."""
     with app.connection_for_write(redis_url) as connection:
         app.send_task(

@@ -1,4 +1,4 @@
-"""Every per-address limit keys on config.api.client_address: behind one trusted proxy each
+"""Every per-address limit keys on core.api.client_address: behind one trusted proxy each
 client has its own bucket, and a client cannot choose its bucket with X-Forwarded-For; an IPv6
 client's bucket is its /64 (CLIENT_IPV6_PREFIX_LENGTH), not each address it picks in it."""
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from config.api.tasks import idempotency_keys_prune_task
-from config.beat import LockedScheduler
 from config.celery import app
+from core.api.tasks import idempotency_keys_prune_task
+from core.operations.beat import LockedScheduler
 from events.tasks import partitions_upkeep_task
 from oauth_cli.tasks import oauth_prune_task
 from webhooks.tasks import deliveries_sweep_task, delivery_send_task, destination_drain_task

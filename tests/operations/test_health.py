@@ -20,10 +20,10 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from config import health
-from config.beat import LockedScheduler
 from config.celery import app
-from config.worker_heartbeat import worker_heartbeat_task
+from core.operations import health
+from core.operations.beat import LockedScheduler
+from core.operations.worker_heartbeat import worker_heartbeat_task
 from tests.api.envelope import assert_envelope
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.factories import StoreFactory, old_events
@@ -300,7 +300,7 @@ def test_a_checks_result_serves_the_probes_of_the_next_interval(settings, monkey
 
 @pytest.mark.django_db
 def test_the_broker_check_reuses_the_pooled_broker_connection(broker):
-    from config.health import broker_check
+    from core.operations.health import broker_check
 
     assert broker_check() == {"status": "ok"}
     received = broker.info("stats")["total_connections_received"]
@@ -313,7 +313,7 @@ def test_the_broker_check_reuses_the_pooled_broker_connection(broker):
 
 @pytest.fixture
 def health_log(caplog):
-    caplog.set_level(logging.INFO, logger="config.health")
+    caplog.set_level(logging.INFO, logger="core.operations.health")
     caplog.set_level(logging.INFO, logger="django.request")
 
     def records(name, level=None, about=""):
@@ -332,14 +332,14 @@ def test_a_failing_check_is_logged_once_when_it_fails_and_once_when_it_recovers(
 ):
     # ok: nothing to say
     assert get_json("/readyz")[0] == 200
-    assert health_log("config.health") == []
+    assert health_log("core.operations.health") == []
 
     # ok -> failing: one ERROR with the cause, however many probes see it failing
     reachable_again = unreachable_database(monkeypatch)
     for _ in range(3):
         assert get_json("/readyz")[0] == 503
     assert get_json("/status")[0] == 503
-    [failed] = health_log("config.health", about="database")
+    [failed] = health_log("core.operations.health", about="database")
     assert failed.levelno == logging.ERROR
     assert failed.exc_info is not None
     # and no ERROR per 503 response from Django either
@@ -349,7 +349,7 @@ def test_a_failing_check_is_logged_once_when_it_fails_and_once_when_it_recovers(
     reachable_again()
     for _ in range(3):
         assert get_json("/readyz")[0] == 200
-    [_, recovered] = health_log("config.health", about="database")
+    [_, recovered] = health_log("core.operations.health", about="database")
     assert recovered.levelno == logging.INFO
 
 
@@ -394,7 +394,7 @@ def test_status_reads_workers_never_seen_in_the_first_interval_after_start_as_st
     # given: a fresh start (`make run`): beat has ticked once, no worker has taken a heartbeat
     settings.BEAT_HEARTBEAT_SECONDS = 0.3
     settings.WORKER_HEARTBEAT_SECONDS = 0.3
-    monkeypatch.setattr("config.health.started_at", time.time())
+    monkeypatch.setattr("core.operations.health.started_at", time.time())
     scheduler = make_scheduler(tmp_path, "beat")
     try:
         scheduler.tick()

@@ -16,9 +16,9 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from config.beat import LockedScheduler
 from config.celery import app
 from config.settings.health import worker_heartbeat_schedule
+from core.operations.beat import LockedScheduler
 from tests.servers import wait_for
 from tests.settings_helpers import production_environment, settings_of
 from tests.webhooks.helpers import CeleryWorker

@@ -1,7 +1,7 @@
 import pytest
 from django.db import connection
 
-from config.api.errors import Conflict, ValidationFailed
+from core.api.errors import Conflict, ValidationFailed
 from coupons.models import Coupon
 from events.models import Event
 from orders.models import Order

@@ -8,8 +8,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 import stores.views
-from config.api.idempotency import idempotency_keys_prune
-from config.api.models import IdempotencyKey
+from core.api.idempotency import idempotency_keys_prune
+from core.api.models import IdempotencyKey
 from stores.models import Membership, Store
 from stores.services import store_create
 from tests.concurrency import run_at_once

@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from config.db import PreparedStatement
+from core.database.connections import PreparedStatement
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks import statements
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, due_sql

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config.api.models import IdempotencyKey
+from core.api.models import IdempotencyKey
 from tests.concurrency import run_at_once
 from tests.factories import make_api_key
 from tests.oauth_cli.flow import refresh

@@ -11,8 +11,8 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from config.api.errors import ValidationFailed
 from config.celery import app
+from core.api.errors import ValidationFailed
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory, WebhookChannelFactory
 from tests.webhooks.helpers import queued, record_order_completed

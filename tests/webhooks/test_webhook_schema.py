@@ -3,7 +3,7 @@ the idempotent() decorator: it states every rule a schema can state."""
 
 import pytest
 
-from config.api.idempotency import KEY_PATTERN_SOURCE
+from core.api.idempotency import KEY_PATTERN_SOURCE
 from events.registry import EVENT_TYPES
 from webhooks.addresses import MAX_URL_LENGTH, URL_PATTERN
 from webhooks.filters import EVENT_ID_PATTERN

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from config.api.middleware import RequestIdLogFilter
+from core.api.middleware import RequestIdLogFilter
 from tests.servers import wait_for
 from tests.webhooks.helpers import CeleryWorker, destination_for
 from webhooks.models import WebhookDelivery

@@ -1,6 +1,6 @@
 """Idempotency records of destination writes stored before issue 29 points 3 and 4 hold the URL
 in clear and the secret's digest without the credential it was shown to. They are rewritten
-to the shape config/api/idempotency.py's `Withheld` stores (webhooks/views.py SECRET_WITHHELD,
+to the shape core/api/idempotency.py's `Withheld` stores (webhooks/views.py SECRET_WITHHELD,
 URL_WITHHELD): the URL as its digest and origin; the secret's digest bound to no credential,
 so a replay of one of them is a 409 (a new key) rather than the secret shown to any credential
 of the user. They expire within IDEMPOTENCY_KEY_TTL (24 h) anyway."""

@@ -6,7 +6,7 @@ partitioned table in the swap's transaction. Not atomic."""
 from django.conf import settings
 from django.db import migrations
 
-from config.partitions import table_partition_by_day, table_unpartition
+from core.database.partitions import table_partition_by_day, table_unpartition
 from webhooks.models import DELIVERY_TOTALS
 
 

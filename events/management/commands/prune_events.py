@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from config.progress import progress_bar
+from core.operations.progress import progress_bar
 from events.partitions import partitions_ensure
 from events.services import events_prune
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from config.progress import progress_bar
+from core.operations.progress import progress_bar
 from oauth_cli.services import oauth_prune
 
 

@@ -2,8 +2,8 @@ import random
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.api.errors import ApiError
-from config.progress import progress_bar
+from core.api.errors import ApiError
+from core.operations.progress import progress_bar
 from orders.services import order_complete, order_place
 from stores.models import Store
 

@@ -7,7 +7,7 @@ from django.utils.dateparse import parse_datetime
 from accounts.abilities import ALL
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 from stores.models import Store
 
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from config.list_totals import registered
+from core.database.list_totals import registered
 
 
 class Command(BaseCommand):

@@ -17,7 +17,7 @@ from django.core.management.commands import flush
 from django.db import OperationalError, connections
 from django.utils import timezone
 
-from config.partitions import partitions_list
+from core.database.partitions import partitions_list
 from events.partitions import ALONGSIDE, EVENTS_TABLE, partitions_ensure
 
 DEADLOCK_DETECTED = "40P01"  # PostgreSQL's SQLSTATE

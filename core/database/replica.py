@@ -21,7 +21,7 @@ from django.db import (
     connections,
 )
 
-from config.db import connecting_without_waiting
+from core.database.connections import connecting_without_waiting
 
 REPLICA = "replica"
 
@@ -65,7 +65,7 @@ def replica_configured() -> bool:
 
 def replica_state() -> ReplicaState:
     """Where the replica stands now; raises ReplicaUnavailable. Opens no waiting connection:
-    a replica that refuses it is reported at once (config/db.py)."""
+    a replica that refuses it is reported at once (core/database/connections.py)."""
     connection = connections[REPLICA]
     try:
         with connecting_without_waiting(), connection.cursor() as cursor:

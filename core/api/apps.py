@@ -4,11 +4,11 @@ from django.apps import AppConfig
 class ApiConfig(AppConfig):
     """The shared API conventions: error envelope, paginator, idempotency, rate limits."""
 
-    name = "config.api"
+    name = "core.api"
     label = "api"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from config import deploy_checks  # registers the deploy checks
+        from core.operations import deploy_checks  # registers the deploy checks
 
         deploy_checks.development_opt_ins_warn()

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from config.api.fields import DEFAULT_MAX_LENGTH_MESSAGE, PARAMETER_MAX_LENGTH
+from core.api.fields import DEFAULT_MAX_LENGTH_MESSAGE, PARAMETER_MAX_LENGTH
 
 
 def parameter_length_limit(field: forms.Field) -> int:
@@ -13,7 +13,7 @@ def parameter_length_limit(field: forms.Field) -> int:
 
 
 class LengthFirstForm(forms.Form):
-    """Query parameters checked for length before any other rule (config/api/fields.py): a value
+    """Query parameters checked for length before any other rule (core/api/fields.py): a value
     longer than its field reads is taken out of the data before the fields see it, and refused
     in `clean` with its length as its only error (a choice field would otherwise echo it)."""
 

@@ -153,8 +153,8 @@ def _request_ends(**kwargs) -> None:
     _serving_request.set(False)
 
 
-request_started.connect(_request_starts, dispatch_uid="config.db.request_starts")
-request_finished.connect(_request_ends, dispatch_uid="config.db.request_ends")
+request_started.connect(_request_starts, dispatch_uid="core.database.connections.request_starts")
+request_finished.connect(_request_ends, dispatch_uid="core.database.connections.request_ends")
 
 
 def with_statement_timeout(conn_params: dict) -> dict:
@@ -213,7 +213,9 @@ def close_connections_the_server_ended(**kwargs) -> None:
 
 
 # With Django's own close_old_connections, on every request's start (tasks: config/celery.py).
-request_started.connect(close_connections_the_server_ended, dispatch_uid="config.db.ended")
+request_started.connect(
+    close_connections_the_server_ended, dispatch_uid="core.database.connections.ended"
+)
 
 
 class ReadFailoverMiddleware:

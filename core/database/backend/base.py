@@ -1,11 +1,12 @@
-"""The PostgreSQL backend (DATABASES ENGINE "config.postgresql"): django-prometheus' (query,
+"""The PostgreSQL backend (DATABASES ENGINE "core.database.backend"): django-prometheus' (query,
 error and connection counts for /metrics) that waits for a restarting server when it opens a
-connection (config/db.py `connect_waiting`), and opens a web request's connections with the
-statement timeout (config/db.py `with_statement_timeout`)."""
+connection (core/database/connections.py `connect_waiting`), and opens a web request's
+connections with the statement timeout (core/database/connections.py
+`with_statement_timeout`)."""
 
 from django_prometheus.db.backends.postgresql import base
 
-from config.db import connect_waiting, with_statement_timeout
+from core.database.connections import connect_waiting, with_statement_timeout
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

@@ -15,9 +15,9 @@ from django.views.decorators.csrf import csrf_exempt
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from config.api.client_address import client_address
-from config.api.views import require_get
-from config.health import HealthCollector
+from core.api.client_address import client_address
+from core.api.views import require_get
+from core.operations.health import HealthCollector
 
 # Collectors of shared state (rows), read at each scrape: apps add theirs in AppConfig.ready
 # (webhooks: its backlog), as config imports no app.

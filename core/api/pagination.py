@@ -16,14 +16,14 @@ from django.db.models import Expression, IntegerField, QuerySet, Subquery
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from config.api.errors import ValidationFailed
+from core.api.errors import ValidationFailed
 
 DEFAULT_PAGE_SIZE = 15
 MAX_PAGE_SIZE = 100
 ON_EACH_SIDE = 3  # Laravel's default window around the current page
 # int() would also take "1_0", " 5", "+5" and "\uff15" (a full-width 5): only ASCII digits count.
 INTEGER_PATTERN = re.compile(r"-?[0-9]+")
-# Length first (config/api/fields.py): a sign and the most digits int() reads by default; a
+# Length first (core/api/fields.py): a sign and the most digits int() reads by default; a
 # longer value was refused already, by int() after the pattern read all of it.
 INTEGER_MAX_LENGTH = (sys.get_int_max_str_digits() or 4300) + 1
 # The page's rows carry the list's total under this name.
@@ -32,7 +32,7 @@ TOTAL_ANNOTATION = "pagination_total"
 
 def counted_by(queryset: QuerySet, total: Expression) -> QuerySet:
     """`queryset`, whose total LaravelPagination reads from `total` (a maintained counter of
-    the list, config/list_totals.py) instead of counting its rows."""
+    the list, core/database/list_totals.py) instead of counting its rows."""
     return queryset.annotate(**{TOTAL_ANNOTATION: total})
 
 

@@ -1,4 +1,4 @@
-"""/api/schema/, built once per process (config.api.schema is imported while DRF loads its
+"""/api/schema/, built once per process (core.api.schema is imported while DRF loads its
 settings, before drf_spectacular.views can be: hence a module of its own)."""
 
 import hashlib

@@ -62,7 +62,7 @@ class StorefrontAutoSchema(AutoSchema):
         return [*super().get_override_parameters(), *store, *RATE_LIMIT_RESPONSE_HEADERS]
 
     def _get_response_bodies(self, direction="response"):
-        """Operations that take a body also answer 413 (config.api.middleware, a body over
+        """Operations that take a body also answer 413 (core.api.middleware, a body over
         DATA_UPLOAD_MAX_MEMORY_SIZE), with the envelope of their other errors. Here, not in
         get_response_serializers, which @extend_schema replaces."""
         responses = super()._get_response_bodies(direction)
@@ -86,7 +86,7 @@ ERROR = OpenApiResponse(ErrorEnvelopeSerializer, description="Error envelope")
 def error_responses(*statuses: int) -> dict:
     """The statuses a view can answer with the envelope; 400, 401, 406 (an `Accept` that JSON
     cannot satisfy: content negotiation runs on every DRF view), 429, 500 and 503 (a statement
-    past the request's timeout, config/db.py) always apply. The 429 and 503 headers
+    past the request's timeout, core/database/connections.py) always apply. The 429 and 503 headers
     (Retry-After, X-RateLimit-*) come with `StorefrontAutoSchema`."""
     return {status: ERROR for status in sorted({400, 401, 406, 429, 500, 503, *statuses})}
 

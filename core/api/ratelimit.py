@@ -22,9 +22,9 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from rest_framework.throttling import BaseThrottle
 
-from config import metrics
-from config.api.client_address import client_address_key
-from config.api.errors import json_error
+from core.api.client_address import client_address_key
+from core.api.errors import json_error
+from core.operations import metrics
 
 logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60

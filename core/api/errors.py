@@ -16,7 +16,7 @@ from django.utils.log import log_response
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
-from config.db import statement_timed_out
+from core.database.connections import statement_timed_out
 
 
 @dataclass(frozen=True)
@@ -286,10 +286,10 @@ def _from_drf(exc: drf_exceptions.APIException) -> ApiError:
 
 
 def _statement_timed_out() -> ServiceUnavailable:
-    """PostgreSQL stopped a statement past the request's timeout (config/db.py): the database
-    is busier than a request may wait for, so the client waits about as long and retries. A
-    transaction still open around the view is aborted: it is rolled back, never committed, and
-    the connection serves the next request."""
+    """PostgreSQL stopped a statement past the request's timeout
+    (core/database/connections.py): the database is busier than a request may wait for, so the
+    client waits about as long and retries. A transaction still open around the view is
+    aborted: it is rolled back, never committed, and the connection serves the next request."""
     for connection in connections.all(initialized_only=True):
         if connection.in_atomic_block:
             connection.set_rollback(True)

@@ -2,7 +2,7 @@ import logging
 
 from celery import shared_task
 
-from config.api.idempotency import idempotency_keys_prune
+from core.api.idempotency import idempotency_keys_prune
 
 logger = logging.getLogger(__name__)
 

@@ -85,7 +85,7 @@ def body_too_large(request, limit: int):
     # Imported here: this module is imported by the logging setup, before the apps are ready.
     from django.http import JsonResponse
 
-    from config.api.views import OAUTH_URL_NAMES, error_response, is_oauth_protocol_path
+    from core.api.views import OAUTH_URL_NAMES, error_response, is_oauth_protocol_path
 
     message = f"The request body exceeds the limit of {limit} bytes."
     if is_oauth_protocol_path(request, OAUTH_URL_NAMES):
@@ -170,7 +170,7 @@ class RateLimitHeadersMiddleware(MiddlewareMixin):
 
     def process_response(self, request, response):
         state = getattr(request, "rate_limit_state", None)
-        # A 429 of another limit carries only Retry-After (config.api.errors.RateLimited).
+        # A 429 of another limit carries only Retry-After (core.api.errors.RateLimited).
         if state is not None and not getattr(response, "omit_rate_limit_headers", False):
             response["X-RateLimit-Limit"] = str(state.limit)
             response["X-RateLimit-Remaining"] = str(state.remaining)

@@ -23,8 +23,8 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.errors import Conflict, ValidationFailed, api_exception_handler, request_id_of
-from config.api.models import IdempotencyKey
+from core.api.errors import Conflict, ValidationFailed, api_exception_handler, request_id_of
+from core.api.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
 # Printable ASCII, as HTTP header values travel reliably; the schema states the same pattern.

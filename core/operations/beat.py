@@ -12,7 +12,7 @@ from celery.beat import PersistentScheduler
 from django.conf import settings
 from django.core.cache import cache
 
-from config.worker_heartbeat import WORKER_HEARTBEAT_TASK, worker_heartbeat_claim
+from core.operations.worker_heartbeat import WORKER_HEARTBEAT_TASK, worker_heartbeat_claim
 
 logger = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from config.beat import beat_heartbeat_last
-from config.db import connecting_without_waiting
-from config.replica import ReplicaUnavailable, replica_configured, replica_state
-from config.worker_heartbeat import worker_heartbeat_last
+from core.database.connections import connecting_without_waiting
+from core.database.replica import ReplicaUnavailable, replica_configured, replica_state
+from core.operations.beat import beat_heartbeat_last
+from core.operations.worker_heartbeat import worker_heartbeat_last
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,8 @@ _executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="health-check")
 def _using_database(check):
     """Runs on a pool thread: Django opens that thread's own connection, closed afterwards so
     no probe leaves one open (CONN_MAX_AGE does not apply outside a request). A database that
-    refuses it is reported at once, not waited for as requests wait (config/db.py)."""
+    refuses it is reported at once, not waited for as requests wait
+    (core/database/connections.py)."""
 
     def run():
         try:
@@ -134,7 +135,7 @@ _replica_down = threading.Event()
 
 def replica_check() -> dict:
     """The read replica's state, shown and never failing: reads go to the primary while it is
-    down or too far behind (config/replica.py), so the web is still ready."""
+    down or too far behind (core/database/replica.py), so the web is still ready."""
     try:
         state = replica_state()
     except ReplicaUnavailable as error:

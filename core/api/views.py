@@ -8,9 +8,9 @@ from django.template import loader
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.csrf import csrf_exempt
 
-from config import health
-from config.api.errors import ERROR_CODES, json_error, request_id_of
-from config.api.ratelimit import address_rate_limited
+from core.api.errors import ERROR_CODES, json_error, request_id_of
+from core.api.ratelimit import address_rate_limited
+from core.operations import health
 
 
 def require_get(view):
@@ -118,7 +118,8 @@ def _probe_response(request, endpoint: str, checks: dict) -> JsonResponse:
         status=200 if healthy else 503,
     )
     response["Cache-Control"] = "no-store"
-    # Not Django's ERROR per 5xx: config.health logs a failing check once, when it starts failing.
+    # Not Django's ERROR per 5xx: core.operations.health logs a failing check once, when it starts
+    # failing.
     response._has_been_logged = True
     return response
 
