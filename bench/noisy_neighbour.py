@@ -152,14 +152,24 @@ class Api:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         started = time.monotonic()
-        try:
-            self.connection.request(method, path, body=payload, headers=headers)
-            response = self.connection.getresponse()
-            content = response.read()
-            status, answer_headers = response.status, dict(response.getheaders())
-        except (OSError, http.client.HTTPException) as error:
-            self.connection.close()
-            status, answer_headers, content = 0, {}, repr(error).encode()
+        # A kept-alive connection the server closed while idle (gunicorn's keepalive) is
+        # opened again once, as every HTTP client does; any other failure is no answer.
+        for attempt in (1, 2):
+            try:
+                self.connection.request(method, path, body=payload, headers=headers)
+                response = self.connection.getresponse()
+                content = response.read()
+                status, answer_headers = response.status, dict(response.getheaders())
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as error:
+                self.connection.close()
+                status, answer_headers, content = 0, {}, repr(error).encode()
+                if attempt == 2 or time.monotonic() - started > 1:
+                    break
+            except (OSError, http.client.HTTPException) as error:
+                self.connection.close()
+                status, answer_headers, content = 0, {}, repr(error).encode()
+                break
         return status, time.monotonic() - started, answer_headers, content
 
 

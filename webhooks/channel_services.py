@@ -109,7 +109,9 @@ def channel_create(*, store, url: str, allowed_notifications: list[str], name=No
 def channel_update(*, channel: WebhookChannel, **changes) -> WebhookChannel:
     """PUT (every field) and PATCH (some): name, url, allowed_notifications, enabled."""
     with transaction.atomic():
-        channel = WebhookChannel.objects.select_for_update().get(pk=channel.pk)
+        # NO KEY UPDATE: an event's fan-out, checking its deliveries' foreign key to this row
+        # (KEY SHARE), does not wait for it, so the two cannot deadlock.
+        channel = WebhookChannel.objects.select_for_update(no_key=True).get(pk=channel.pk)
         if "url" in changes:
             url = url_canonical(changes["url"])
             if url != channel.url:

@@ -113,7 +113,11 @@ def channel_recover(*, channel: WebhookChannel, since, until=None) -> dict:
     while queued < cap and not exhausted:
         size = min(batch, cap - queued)
         with transaction.atomic():
-            locked = WebhookChannel.objects.select_for_update().filter(pk=channel.pk).first()
+            # NO KEY UPDATE: serialises recovers of the channel, yet lets an event's fan-out
+            # check its deliveries' foreign key to it (KEY SHARE) without waiting.
+            locked = (
+                WebhookChannel.objects.select_for_update(no_key=True).filter(pk=channel.pk).first()
+            )
             if locked is None or not locked.enabled:
                 exhausted = True  # deleted or turned off meanwhile: nothing more to send it
                 break

@@ -73,7 +73,10 @@ def destination_put(
         # and two first PUTs would both insert. NO KEY: rows referencing the store still insert.
         Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
         destination = (
-            WebhookChannel.objects.select_for_update().filter(store=store).order_by("id").first()
+            WebhookChannel.objects.select_for_update(no_key=True)
+            .filter(store=store)
+            .order_by("id")
+            .first()
         )
         created = destination is None
         if created:

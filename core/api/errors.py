@@ -16,7 +16,7 @@ from django.utils.log import log_response
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
-from core.database.connections import statement_timed_out
+from core.database.connections import statement_timed_out, transaction_ended_for_another
 
 
 @dataclass(frozen=True)
@@ -285,16 +285,29 @@ def _from_drf(exc: drf_exceptions.APIException) -> ApiError:
     return ApiError()
 
 
+def _rollback_open_transactions() -> None:
+    for connection in connections.all(initialized_only=True):
+        if connection.in_atomic_block:
+            connection.set_rollback(True)
+
+
 def _statement_timed_out() -> ServiceUnavailable:
     """PostgreSQL stopped a statement past the request's timeout
     (core/database/connections.py): the database is busier than a request may wait for, so the
     client waits about as long and retries. A transaction still open around the view is
     aborted: it is rolled back, never committed, and the connection serves the next request."""
-    for connection in connections.all(initialized_only=True):
-        if connection.in_atomic_block:
-            connection.set_rollback(True)
+    _rollback_open_transactions()
     message = "A database statement of this request ran past its time limit; retry later."
     return ServiceUnavailable(settings.DATABASE_STATEMENT_TIMEOUT_SECONDS, message)
+
+
+def _transaction_ended_for_another() -> ServiceUnavailable:
+    """PostgreSQL ended the request's transaction so that a concurrent one could go on (a
+    deadlock, a serialization failure): nothing of it was saved, and the same request sent again
+    goes through (an Idempotency-Key keeps a retried write single)."""
+    _rollback_open_transactions()
+    message = "A concurrent change held what this request needed; nothing was saved. Retry."
+    return ServiceUnavailable(1, message)
 
 
 def api_error_response(error: ApiError, request) -> Response:
@@ -315,6 +328,8 @@ def api_exception_handler(exc, context):
         exc = _from_drf(exc)
     elif statement_timed_out(exc):
         exc = _statement_timed_out()
+    elif transaction_ended_for_another(exc):
+        exc = _transaction_ended_for_another()
     if not isinstance(exc, ApiError):
         unexpected, exc = exc, ApiError()
     response = api_error_response(exc, request)

@@ -142,6 +142,9 @@ class PreparedStatement:
 
 # PostgreSQL's query_canceled: a statement stopped by statement_timeout (or a cancel request).
 QUERY_CANCELED = "57014"
+# A transaction PostgreSQL ended to let a concurrent one go on: deadlock_detected,
+# serialization_failure. Nothing of it was saved, so the same request may be sent again.
+TRANSACTION_ENDED_FOR_ANOTHER = {"40P01", "40001"}
 _serving_request = contextvars.ContextVar("serving_request", default=False)
 
 
@@ -175,6 +178,14 @@ def statement_timed_out(error: BaseException) -> bool:
     return (
         isinstance(error, OperationalError)
         and getattr(error.__cause__, "sqlstate", None) == QUERY_CANCELED
+    )
+
+
+def transaction_ended_for_another(error: BaseException) -> bool:
+    """Whether `error` is PostgreSQL ending this transaction in favour of a concurrent one."""
+    return (
+        isinstance(error, OperationalError)
+        and getattr(error.__cause__, "sqlstate", None) in TRANSACTION_ENDED_FOR_ANOTHER
     )
 
 

@@ -68,3 +68,14 @@ def test_zero_turns_the_timeout_off(settings, api_client):
         assert api_client.get(DATABASE).json()["data"]["statement_timeout"] == "0"
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("sqlstate", ["40P01", "40001"], ids=["deadlock", "serialization"])
+def test_a_transaction_the_database_ended_for_another_is_a_503_to_retry(api_client, sqlstate):
+    response = api_client.get(DATABASE, {"ended": sqlstate})
+
+    assert_envelope(response, 503, "api_error", "service_unavailable")
+    assert response["Retry-After"] == "1"
+    # Nothing of it was kept, and the connection serves the next request.
+    assert not connection.in_atomic_block
+    assert api_client.get(DATABASE, {"sleep": 0}).status_code == 200

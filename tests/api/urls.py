@@ -46,13 +46,22 @@ class ExplodingApiView(APIView):
 
 class DatabaseApiView(APIView):
     """Runs one statement, with no credential: `?sleep=<seconds>` sleeps in PostgreSQL (inside
-    a transaction with `&atomic=1`); without it, answers the session's statement_timeout."""
+    a transaction with `&atomic=1`); `?ended=<sqlstate>` is PostgreSQL ending the transaction
+    (deadlock_detected 40P01, serialization_failure 40001) after a write; without either,
+    answers the session's statement_timeout."""
 
     authentication_classes = []
     permission_classes = [AllowAny]
 
     def get(self, request):
         with connection.cursor() as cursor:
+            if "ended" in request.query_params:
+                with transaction.atomic():
+                    cursor.execute("CREATE TEMPORARY TABLE written (id int)")
+                    sqlstate = {"40P01": "40P01", "40001": "40001"}[request.query_params["ended"]]
+                    cursor.execute(
+                        f"DO $$ BEGIN RAISE EXCEPTION 'ended' USING ERRCODE = '{sqlstate}'; END $$"
+                    )
             if "sleep" not in request.query_params:
                 cursor.execute("SHOW statement_timeout")
                 return Response({"data": {"statement_timeout": cursor.fetchone()[0]}})
