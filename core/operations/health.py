@@ -12,6 +12,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -85,9 +86,10 @@ def cache_check() -> dict:
 
 def broker_check() -> dict:
     """A round trip on a connection of the app's broker pool, the one task publishing uses:
-    no new broker connection per probe (a broken one is reconnected by its next user)."""
-    from config.celery import app
-
+    no new broker connection per probe (a broken one is reconnected by its next user). The app
+    is Celery's current one, which config.celery makes in every process: the shared layer does
+    not import the configuration."""
+    app = current_app
     timeout = settings.HEALTH_CHECK_TIMEOUT_SECONDS
     try:
         with app.pool.acquire(block=True, timeout=timeout) as connection:
