@@ -77,6 +77,9 @@ MIDDLEWARE = [
     # Last, as django-axes asks: turns a sign-in it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # A statement past the request's timeout, or a transaction the database ended, in a view
+    # outside DRF (the admin, the sign-in pages): a 503, not a 500.
+    "core.api.middleware.DatabaseRefusalMiddleware",
     # Innermost: a read whose database connection the server ended runs again
     # (core/database/connections.py).
     "core.database.connections.ReadFailoverMiddleware",

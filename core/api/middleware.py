@@ -1,4 +1,5 @@
 import logging
+import math
 import re
 import secrets
 import time
@@ -201,3 +202,28 @@ class AllowHeaderMiddleware(MiddlewareMixin):
             if initkwargs.get("metadata_class", view_class.metadata_class) is None:
                 request._options_not_served = True
         return None
+
+
+class DatabaseRefusalMiddleware(MiddlewareMixin):
+    """What DRF's exception handler does for the API (core/api/errors.py), for every other view
+    (the admin, the sign-in and consent pages): a statement PostgreSQL stopped at the request's
+    timeout, or a transaction it ended for a concurrent one, is a 503 with Retry-After (the
+    envelope or the 503 page), not a 500."""
+
+    def process_exception(self, request, exception):
+        from core.api.views import error_response
+        from core.database.connections import statement_timed_out, transaction_ended_for_another
+
+        if statement_timed_out(exception):
+            retry_after = settings.DATABASE_STATEMENT_TIMEOUT_SECONDS
+        elif transaction_ended_for_another(exception):
+            retry_after = 1
+        else:
+            return None
+        response = error_response(
+            request,
+            "service_unavailable",
+            page_message="The database is busy; nothing was saved. Try again in a moment.",
+        )
+        response["Retry-After"] = str(max(1, math.ceil(retry_after)))
+        return response

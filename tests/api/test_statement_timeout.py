@@ -79,3 +79,13 @@ def test_a_transaction_the_database_ended_for_another_is_a_503_to_retry(api_clie
     # Nothing of it was kept, and the connection serves the next request.
     assert not connection.in_atomic_block
     assert api_client.get(DATABASE, {"sleep": 0}).status_code == 200
+
+
+@pytest.mark.parametrize("query", [{"ended": "40P01"}, {"sleep": 30}], ids=["ended", "timeout"])
+def test_a_page_outside_the_api_answers_the_503_page_too(short_timeout, client, query):
+    response = client.get("/test-database-page", query)
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "1"
+    assert "The service is busy" in response.content.decode()
+    assert running_sleeps() == 0

@@ -5,7 +5,7 @@ from contextlib import nullcontext
 
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.db import connection, transaction
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.urls import path
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -70,6 +70,19 @@ class DatabaseApiView(APIView):
         return Response({"data": {"slept": True}})
 
 
+def database_page_view(request):
+    """A plain Django view (no DRF) whose transaction PostgreSQL ends (`?ended=<sqlstate>`) or
+    whose statement runs past the timeout (`?sleep=<seconds>`)."""
+    with connection.cursor() as cursor:
+        if "ended" in request.GET:
+            sqlstate = {"40P01": "40P01", "40001": "40001"}[request.GET["ended"]]
+            cursor.execute(
+                f"DO $$ BEGIN RAISE EXCEPTION 'ended' USING ERRCODE = '{sqlstate}'; END $$"
+            )
+        cursor.execute("SELECT pg_sleep(%s)", [float(request.GET.get("sleep", 0))])
+    return HttpResponse("done")
+
+
 def exploding_django_view(request):
     raise RuntimeError("secret internal detail")
 
@@ -93,6 +106,7 @@ urlpatterns = [
     path("api/v2/test-explode", ExplodingApiView.as_view()),
     path("api/v2/test-database", DatabaseApiView.as_view()),
     path("test-explode", exploding_django_view),
+    path("test-database-page", database_page_view),
     path("api/v2/test-raise/<str:kind>", raising_django_view),
     path("test-raise/<str:kind>", raising_django_view),
     *real_urlpatterns,
