@@ -187,6 +187,7 @@ def test_the_refused_request_page_passes_axe(live_server, settings, signed_in_pa
         ("/test-raise/permission-denied", "Forbidden"),
         ("/no-such-page", "Page not found"),
         ("/test-raise/server-error", "Something went wrong"),
+        ("/test-database-page?ended=40P01", "The service is busy"),
         ("/docs/errors", None),
         ("/", "Storefront"),
     ],
