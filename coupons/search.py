@@ -7,7 +7,7 @@ sends) made into one ORM condition and an ordering, or a 422 naming the part tha
      "sort": [{"field": "expires_at", "direction": "desc"}]}
 
 Only the fields a search names (`COUPON_FIELDS`) may be named; each value is read as its
-column's type and refused at that type's edges (`search_field`), so a condition is a plain
+column's type and refused at that type's edges (coupons/search_fields.py), so a condition is a plain
 comparison on a column (an index serves it like the list's) that PostgreSQL never refuses.
 `like` is SQL LIKE (`Like`). Filters join left to right: each one's `type` (`and`, the default,
 or `or`) joins it to what precedes it, as Orion's query builder does. Bounds keep a body from
@@ -17,35 +17,28 @@ costing more than a list request: `MAX_FILTERS` conditions in all, `MAX_DEPTH` l
 runs long is stopped by the request's statement timeout (core/database/connections.py).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
-from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
 from django.db.models import (
-    BooleanField,
     CharField,
-    DateTimeField,
     DecimalField,
     Lookup,
-    Model,
     Q,
     TextField,
     Value,
 )
-from django.utils.dateparse import parse_datetime
 
 from core.api.errors import ValidationFailed
 from coupons.models import Coupon
+from coupons.search_fields import MAX_TEXT, Refused, SearchField, search_field, text_value
 
 MAX_FILTERS = 50
 MAX_DEPTH = 3
 MAX_IN_VALUES = 100
 MAX_SORTS = 5
-MAX_TEXT = 255
 # A `like` pattern: LIKE's work grows with its length and its `%`s (each can try every
 # position of the rest); these keep the most a search may ask within the list's cost.
 MAX_LIKE_LENGTH = 100
@@ -54,122 +47,6 @@ MAX_LIKE_WILDCARDS = 10
 OPERATORS = ("=", "!=", ">", ">=", "<", "<=", "like", "not like", "in", "not in")
 ORDERED = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
 TEXT_ONLY = {"like", "not like"}
-
-
-class Refused(Exception):
-    """A value its field cannot take: the message of the 422."""
-
-
-# A value is read as its column's type and refused at that type's edges, which PostgreSQL
-# would answer with an error: the range of each integer column type, a UTC offset beyond
-# timestamptz's (+-15:59), a year past 9999 once in UTC (no Python datetime reads it back).
-INTEGER_BITS = {"smallint": 16, "integer": 32, "bigint": 64}
-LARGEST_OFFSET = timedelta(hours=15, minutes=59, seconds=59)
-NUMBER_TEXT = 40  # characters of a numeric string
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise Refused("must be a string")
-    if len(value) > MAX_TEXT:
-        raise Refused(f"must be at most {MAX_TEXT} characters")
-    if "\x00" in value:
-        raise Refused("must not contain NUL")
-    return value
-
-
-def _integer(bits: int) -> Callable[[Any], int]:
-    lowest, highest = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-    rule = f"must be an integer between {lowest} and {highest}"
-
-    def read(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise Refused(rule)
-        if not lowest <= value <= highest:
-            raise Refused(rule)
-        return value
-
-    return read
-
-
-def _decimal(digits: int, places: int) -> Callable[[Any], Decimal]:
-    """A number the column `numeric(digits, places)` can hold; more decimals are refused, as
-    the writes refuse them, rather than rounded."""
-    highest = Decimal(10) ** (digits - places) - Decimal(10) ** -places
-    rule = (
-        f"must be a number or a numeric string between -{highest} and {highest}, with at most "
-        f"{places} decimals"
-    )
-
-    def read(value: Any) -> Decimal:
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise Refused(rule)
-        if isinstance(value, str) and len(value) > NUMBER_TEXT:
-            raise Refused(rule)
-        try:
-            number = Decimal(str(value))
-        except InvalidOperation:
-            raise Refused(rule) from None
-        if not number.is_finite() or abs(number) > highest:
-            raise Refused(rule)
-        if number.normalize().as_tuple().exponent < -places:
-            raise Refused(rule)
-        return number
-
-    return read
-
-
-def _boolean(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise Refused("must be true or false")
-    return value
-
-
-def _timestamp(value: Any) -> datetime:
-    """An ISO 8601 timestamp with a time zone, in UTC."""
-    text = _text(value)
-    try:
-        parsed = parse_datetime(text.strip())
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        raise Refused("must be an ISO 8601 timestamp with a time zone, e.g. 2030-01-31T23:59:59Z")
-    if abs(parsed.utcoffset()) > LARGEST_OFFSET:
-        raise Refused("must have a UTC offset between -15:59 and +15:59")
-    try:
-        return parsed.astimezone(UTC)
-    except OverflowError:
-        raise Refused("must be within the years 1 to 9999 once converted to UTC") from None
-
-
-@dataclass(frozen=True)
-class SearchField:
-    """A field a search may name: the column it compares and how a value is read."""
-
-    lookup: str
-    read: Callable[[Any], Any]
-    nullable: bool = False
-    text: bool = False
-
-
-def search_field(model: type[Model], name: str) -> SearchField:
-    """The field `name` of `model` (an attribute name: a foreign key's `store_id`), its
-    values read as its column's type: a field of a new type is refused here, at import."""
-    field = model._meta.get_field(name)
-    column = field.db_type(connection)
-    if isinstance(field, BooleanField):
-        read, text = _boolean, False
-    elif isinstance(field, DateTimeField):
-        read, text = _timestamp, False
-    elif isinstance(field, DecimalField):
-        read, text = _decimal(field.max_digits, field.decimal_places), False
-    elif isinstance(field, CharField | TextField):
-        read, text = _text, True
-    elif column in INTEGER_BITS:
-        read, text = _integer(INTEGER_BITS[column]), False
-    else:
-        raise ImproperlyConfigured(f"{model.__name__}.{name} ({column}) is not searchable")
-    return SearchField(name, read, nullable=field.null, text=text)
 
 
 @CharField.register_lookup
@@ -348,7 +225,7 @@ def _search_term(search: Any, *, fields: Mapping[str, SearchField], searched_by)
     if value is None or value == "":
         return Q()
     try:
-        value = _text(value)
+        value = text_value(value)
     except Refused as refused:
         raise _refuse("search.value", str(refused)) from None
     case_sensitive = search.get("case_sensitive", False)
