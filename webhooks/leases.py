@@ -105,10 +105,18 @@ class LeaseKeeper:
             self._wake.wait()
             self._wake.clear()
             while True:
-                # A lease is fresh when taken: the first renewal is a heartbeat later.
-                self._heartbeat.wait(settings.WEBHOOKS_HEARTBEAT_SECONDS)
-                self._heartbeat.clear()
-                if self._renew():
+                try:
+                    # A lease is fresh when taken: the first renewal is a heartbeat later.
+                    self._heartbeat.wait(settings.WEBHOOKS_HEARTBEAT_SECONDS)
+                    self._heartbeat.clear()
+                    renewed = self._renew()
+                except Exception:
+                    # Never the end of this thread, or every lease it holds would lapse: what
+                    # was not renewed now is on the next beat (leases last three).
+                    logger.warning("webhooks: leases not renewed", exc_info=True)
+                    self._heartbeat.wait(1)
+                    renewed = True
+                if renewed:
                     continue
                 # Nothing held: this thread's database connection is not kept open meanwhile.
                 connection.close()
