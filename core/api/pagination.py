@@ -103,9 +103,8 @@ def object_schema(**properties) -> dict:
 
 # From this offset on, a page is read by a deferred join: the page's ids first (an index-only
 # scan where an index fits), then only those rows, so the rows OFFSET skips are not read whole
-# (the last page at 1M deliveries: 158 -> 56 ms, docs/benchmarks/coupons-growth.md). Above it
-# OFFSET skips so few rows that the join's second query costs more than it saves (its building
-# and compiling were 0.35 ms of every list request, docs/benchmarks/coupons.md, issue 30).
+# (figures: docs/benchmarks/coupons-growth.md). Below it OFFSET skips so few rows that the
+# join's second query costs more than it saves (docs/benchmarks/coupons.md).
 DEFERRED_JOIN_FROM = 1_000
 
 # The deepest offset a page is fetched from (the schema allows any page number): past the end

@@ -89,11 +89,11 @@ def _window_count(key: str, epoch_keys: tuple[str, ...]) -> tuple[int, tuple[str
     """Counts one request in `key`: the window's count so far, and the epochs' values."""
     ttl = WINDOW_SECONDS + 5
     # The cache of this thread, looked up once: each attribute read through the `cache` proxy
-    # is a lookup of its own (four per request before, issue 30).
+    # is a lookup of its own.
     backend = caches[DEFAULT_CACHE_ALIAS]
     if isinstance(backend, RedisCache):
         # One round trip and one reply on the hot path (Django's add + incr take three: SET NX,
-        # EXISTS, INCR; a pipelined INCR + EXPIRE cost 0.1 ms more of redis-py per request).
+        # EXISTS, INCR; a pipelined INCR + EXPIRE costs more of redis-py per request).
         # Epoch keys are ours (hex digests and ids): made, not validated, on the hot path.
         keys = [backend.make_and_validate_key(key), *map(backend.make_key, epoch_keys)]
         # A fresh epoch is random, not 1: a Redis that lost its keys (a restart) must not give
