@@ -96,7 +96,7 @@ def seed(stores: int, receiver_port: int) -> list[dict]:
     from coupons.models import Coupon
     from tests.factories import MembershipFactory, make_api_key
     from tests.oauth_cli.flow import connect
-    from webhooks.services import destination_put
+    from webhooks.channels.destination import destination_put
 
     call_command("migrate", verbosity=0)
     call_command("ensure_cli_client", verbosity=0)

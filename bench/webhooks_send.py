@@ -1,4 +1,4 @@
-"""In-process cost of one webhook send (`webhooks.sender.send`: sign, resolve and check the
+"""In-process cost of one webhook send (`webhooks.dispatch.sender.send`: sign, resolve and check the
 host, POST on a kept-alive connection, read the answer), against this checkout and others in
 turn, in one run.
 
@@ -37,7 +37,7 @@ def child(url: str, sends: int) -> None:
     import django
 
     django.setup()
-    from webhooks.sender import send
+    from webhooks.dispatch.sender import send
 
     secrets = ["whsec_" + "a2V5" * 11]  # base64 of 33 bytes, as a destination's secret
     body = b'{"id":"evt_1","type":"order.completed","data":{"total_cents":1250}}'

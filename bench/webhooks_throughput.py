@@ -80,8 +80,8 @@ def main():
     from config.celery import app
     from events.services import record
     from stores.models import Store
+    from webhooks.channels.destination import destination_put
     from webhooks.models import WebhookDelivery
-    from webhooks.services import destination_put
 
     call_command("migrate", verbosity=0)
     app.control.purge()

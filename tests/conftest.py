@@ -23,7 +23,7 @@ from tests.oauth_cli.flow import connect
 from tests.ordering import longest_files_first
 from tests.servers import SentryIngest, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
-from webhooks import queueing as webhook_queueing
+from webhooks.dispatch import queueing as webhook_queueing
 
 # The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
 # same examples on every run and machine, so a failure found once is found again.

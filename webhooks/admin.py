@@ -13,19 +13,16 @@ from oauth2_provider.admin import mask_credential
 from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_response
 from core.admin_filters import NoAddAdminMixin, StoreSlugFilter
 from core.api.errors import ApiError
-from webhooks.addresses import url_origin
-from webhooks.channel_services import channel_test_send
+from webhooks.channels.recovery import channel_recover
+from webhooks.channels.services import channel_test_send, destination_secret_rotate
+from webhooks.deliveries.services import delivery_replay
+from webhooks.dispatch.failures import destination_enabled_set
 from webhooks.models import (
     WebhookChannel,
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookSigningSecret,
-)
-from webhooks.recovery import channel_recover
-from webhooks.services import (
-    delivery_replay,
-    destination_enabled_set,
-    destination_secret_rotate,
+    url_origin,
 )
 
 

@@ -10,9 +10,9 @@ class WebhooksConfig(AppConfig):
         from core.operations.metrics.views import SCRAPE_COLLECTORS
         from events import partitions, subscribers
         from webhooks import checks  # noqa: F401  (registers the system checks)
-        from webhooks.metrics import BacklogCollector, backlog_check
+        from webhooks.deliveries.services import deliveries_create_for_event
+        from webhooks.dispatch.backlog import BacklogCollector, backlog_check
         from webhooks.models import DELIVERY_TOTALS, WebhookDelivery, WebhookDeliveryAttempt
-        from webhooks.services import deliveries_create_for_event
 
         # Every recorded event of a store with a destination gets its delivery, in the event's
         # transaction (events knows nothing of webhooks).

@@ -6,13 +6,25 @@ Deliveries reference their event with on_delete=CASCADE, so they follow the jour
 """
 
 import uuid
+from urllib.parse import urlsplit
 
 from django.db import models
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from core.database.list_totals import ListTotals
-from webhooks.addresses import url_origin
+
+
+def url_origin(url: str) -> str:
+    """scheme://host[:port] of a URL: what the API shows instead of the full URL."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    origin = f"{parts.scheme}://{host}"
+    if parts.port is not None:
+        origin += f":{parts.port}"
+    return origin
 
 
 class WebhookChannel(models.Model):

@@ -6,8 +6,8 @@ from celery import shared_task
 from django.conf import settings
 
 from config.celery import DATABASE_RETRY
-from webhooks.attempts import delivery_send, destination_drain
-from webhooks.queueing import (
+from webhooks.dispatch.attempts import delivery_send, destination_drain
+from webhooks.dispatch.queueing import (
     DELIVERIES_SWEEP_TASK,
     DELIVERY_SEND_TASK,
     DESTINATION_DRAIN_TASK,

@@ -1,12 +1,18 @@
 from core.api.routers import ApiRouter
-from webhooks import channel_views, views
+from webhooks.channels import destination, event_types
+from webhooks.channels import views as channels
+from webhooks.deliveries import views as deliveries
 
 router = ApiRouter()
 router.register(
-    "webhook-destination", views.WebhookDestinationViewSet, basename="webhook-destination"
+    "webhook-destination", destination.WebhookDestinationViewSet, basename="webhook-destination"
 )
-router.register("webhook-channels", channel_views.WebhookChannelViewSet, basename="webhook-channel")
-router.register("webhook-event-types", views.WebhookEventTypeViewSet, basename="webhook-event-type")
-router.register("webhook-deliveries", views.WebhookDeliveryViewSet, basename="webhook-delivery")
+router.register("webhook-channels", channels.WebhookChannelViewSet, basename="webhook-channel")
+router.register(
+    "webhook-event-types", event_types.WebhookEventTypeViewSet, basename="webhook-event-type"
+)
+router.register(
+    "webhook-deliveries", deliveries.WebhookDeliveryViewSet, basename="webhook-delivery"
+)
 
 urlpatterns = router.urls

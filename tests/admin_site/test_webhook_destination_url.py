@@ -8,8 +8,7 @@ from django.contrib.admin.models import LogEntry
 from tests.admin_users import cookies_carry, sessions_carry, staff_client_with
 from tests.factories import MembershipFactory, WebhookChannelFactory
 from tests.webhooks.helpers import record_order_completed
-from webhooks.addresses import url_origin
-from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
+from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt, url_origin
 
 pytestmark = pytest.mark.django_db
 

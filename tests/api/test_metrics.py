@@ -14,8 +14,8 @@ from events.services import record
 from oauth_cli.services import cli_application_ensure
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.oauth_cli.flow import connect, refresh
+from webhooks.channels.destination import destination_put
 from webhooks.models import WebhookChannel, WebhookDelivery
-from webhooks.services import destination_put
 
 pytestmark = pytest.mark.django_db
 
@@ -246,7 +246,7 @@ def test_disabled_destinations_are_counted_by_reason(scraper, store, other_store
 
 
 def test_a_failing_backlog_query_reports_down_and_the_scrape_still_answers(scraper, monkeypatch):
-    from webhooks import metrics as backlog
+    from webhooks.dispatch import backlog as backlog
 
     def broken(now):
         with connection.cursor() as cursor:

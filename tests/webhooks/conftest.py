@@ -4,8 +4,8 @@ in tests/conftest.py)."""
 import pytest
 
 from tests.webhooks.dns import UnresponsiveNameServer
-from webhooks import transport
-from webhooks.leases import keeper
+from webhooks.dispatch import transport
+from webhooks.dispatch.leases import keeper
 
 
 @pytest.fixture(autouse=True)

@@ -29,8 +29,8 @@ from django.utils import timezone
 
 from events.services import record
 from tests.servers import wait_for
+from webhooks.channels.destination import destination_put
 from webhooks.models import WebhookSendSlot, WebhookSigningSecret
-from webhooks.services import destination_put
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from core.database.connections import PreparedStatement
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
-from webhooks import statements
+from webhooks.dispatch import statements
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, due_sql
 
 pytestmark = pytest.mark.django_db(transaction=True)

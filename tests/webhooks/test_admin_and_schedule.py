@@ -8,7 +8,7 @@ from events.services import events_prune
 from tests.admin_users import cookies_carry, post_action, sessions_carry, staff_client_with
 from tests.factories import MembershipFactory, events_age
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.webhooks.helpers import destination_for, record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 
 BUDGET_SECONDS = 1.0
@@ -205,7 +205,7 @@ def test_a_forked_worker_process_expires_its_own_deadlines():
     # Celery's prefork children are forked: the parent's watchdog thread does not come along.
     import os
 
-    from webhooks.deadline import AttemptDeadline
+    from webhooks.dispatch.deadline import AttemptDeadline
 
     with AttemptDeadline(5):  # the parent's watchdog is running, waiting on this deadline
         pid = os.fork()

@@ -10,7 +10,7 @@ import pytest
 
 from tests.webhooks.dns import HOST, FakeDns
 from tests.webhooks.helpers import destination_for, record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
 
 SECRET_PATH = "hook-P4THs3cr3t"

@@ -11,7 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
-from webhooks.attempts import delivery_claim, delivery_send
+from webhooks.dispatch.attempts import delivery_claim, delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
 
 SECRET_PATH = "/services/T0001/hook-credential-123"

@@ -162,7 +162,7 @@ def test_test_send_is_signed_marked_test_and_never_journaled(auth_client, store,
 
 
 def test_a_real_event_carries_test_false(auth_client, store, receiver):
-    from webhooks.attempts import delivery_send
+    from webhooks.dispatch.attempts import delivery_send
 
     WebhookChannelFactory(store=store, url=f"{receiver.url}/a")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))

@@ -7,9 +7,9 @@ from standardwebhooks import Webhook
 
 from tests.factories import TEST_SIGNING_SECRET, WebhookChannelFactory
 from tests.webhooks.helpers import record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.deliveries.services import delivery_replay
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
-from webhooks.services import delivery_replay
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 from tests.factories import UserFactory
 from tests.migrations import migrate, migrate_to_latest
 from tests.webhooks.helpers import record_order_completed
+from webhooks.dispatch.sender import signing_secrets
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSigningSecret
-from webhooks.selectors import signing_secrets
 
 BEFORE = [("webhooks", "0010_destination_write_records_withhold")]
 AFTER = [("webhooks", "0011_channels")]

@@ -10,7 +10,7 @@ from django.utils import timezone
 from events.models import Event
 from tests.factories import WebhookChannelFactory
 from tests.webhooks.helpers import Reply, record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from tests.factories import WebhookChannelFactory
 from tests.webhooks.helpers import record_order_completed
-from webhooks.channel_services import channel_update
+from webhooks.channels.services import channel_update
 from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,9 +4,9 @@ from django.test.utils import CaptureQueriesContext
 
 from events.services import record
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
+from webhooks.dispatch.failures import destination_enabled_set
 from webhooks.models import WebhookDelivery
-from webhooks.services import destination_enabled_set
 
 LIST_URL = "/api/v2/webhook-deliveries"
 

@@ -5,7 +5,7 @@ import pytest
 
 from tests.factories import WebhookChannelFactory
 from tests.webhooks.helpers import Reply, record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db

@@ -20,15 +20,15 @@ from tests.webhooks.helpers import (
     record_order_completed,
     store_secret,
 )
-from webhooks.attempts import delivery_claim, delivery_send
+from webhooks.channels.services import destination_secret_rotate
+from webhooks.dispatch.attempts import delivery_claim, delivery_send
+from webhooks.dispatch.queueing import deliveries_sweep, destination_drain_marker_clear
 from webhooks.models import (
     WebhookChannel,
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookSigningSecret,
 )
-from webhooks.queueing import deliveries_sweep, destination_drain_marker_clear
-from webhooks.services import destination_secret_rotate
 
 
 @pytest.fixture(autouse=True)
@@ -281,13 +281,13 @@ def test_the_attempt_log_line_names_the_error_kind_never_the_destination_path(
     destination_for(store, f"http://127.0.0.1:{port}/services/T0SECRETPATH")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
-    with caplog.at_level("INFO", logger="webhooks.attempts"):
+    with caplog.at_level("INFO", logger="webhooks.dispatch.attempts"):
         assert send_now(delivery) == "pending"
 
     # the attempt record keeps the kind and the origin, never the path
     error = WebhookDeliveryAttempt.objects.get().error
     assert error == f"connection refused: http://127.0.0.1:{port}"
-    [line] = [r for r in caplog.records if r.name == "webhooks.attempts"]
+    [line] = [r for r in caplog.records if r.name == "webhooks.dispatch.attempts"]
     assert line.delivery_id == str(delivery.pk)
     assert line.error_kind == "connection refused"
     assert "T0SECRETPATH" not in line.getMessage()
@@ -514,8 +514,8 @@ def test_sweeper_queues_at_once_what_a_drain_that_died_left(
 
 
 def test_an_outcome_is_not_recorded_by_a_worker_that_lost_its_lease(store, receiver):
-    from webhooks.attempts import delivery_attempt_finish
-    from webhooks.sender import SendResult
+    from webhooks.dispatch.attempts import delivery_attempt_finish
+    from webhooks.dispatch.sender import SendResult
 
     destination_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
@@ -571,9 +571,9 @@ def test_delivery_is_queued_on_commit_and_not_at_all_on_rollback(
 def test_a_destination_disabled_during_an_attempt_fails_the_delivery_instead_of_retrying(
     store, receiver
 ):
-    from webhooks.attempts import delivery_attempt_finish
-    from webhooks.sender import SendResult
-    from webhooks.services import destination_enabled_set
+    from webhooks.dispatch.attempts import delivery_attempt_finish
+    from webhooks.dispatch.failures import destination_enabled_set
+    from webhooks.dispatch.sender import SendResult
 
     destination = destination_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
@@ -596,7 +596,8 @@ def test_a_destination_disabled_during_an_attempt_fails_the_delivery_instead_of_
 def test_a_dead_workers_delivery_to_a_disabled_or_deleted_destination_ends_failed(
     store, receiver, change
 ):
-    from webhooks.services import destination_delete, destination_enabled_set
+    from webhooks.channels.destination import destination_delete
+    from webhooks.dispatch.failures import destination_enabled_set
 
     destination = destination_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))

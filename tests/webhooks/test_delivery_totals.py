@@ -14,8 +14,8 @@ from django.utils import timezone
 from events.models import Event
 from events.services import events_prune, record
 from tests.factories import MembershipFactory, WebhookChannelFactory, events_age
+from webhooks.deliveries.services import delivery_replay
 from webhooks.models import WebhookDelivery, WebhookDeliveryTotal
-from webhooks.services import delivery_replay
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ import pytest
 from tests.servers import wait_for
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
 from tests.webhooks.helpers import destination_for, record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery
 
 URL = "/api/v2/webhook-destination"
@@ -155,11 +155,11 @@ def name_refusal(host=HOST, bound=2):
 
 @pytest.fixture
 def refusal_log(caplog):
-    """The operators' log lines of webhooks.addresses (INFO and up)."""
-    caplog.set_level(logging.INFO, logger="webhooks.addresses")
+    """The operators' log lines of webhooks.dispatch.addresses (INFO and up)."""
+    caplog.set_level(logging.INFO, logger="webhooks.dispatch.addresses")
 
     def lines() -> list[str]:
-        return [r.getMessage() for r in caplog.records if r.name == "webhooks.addresses"]
+        return [r.getMessage() for r in caplog.records if r.name == "webhooks.dispatch.addresses"]
 
     return lines
 
@@ -303,11 +303,11 @@ def test_send_refuses_to_connect_into_a_denied_range(
 def test_a_refusal_at_connect_is_logged_with_the_host_but_not_the_path(
     store, production, monkeypatch, caplog
 ):
-    caplog.set_level(logging.INFO, logger="webhooks.transport")
+    caplog.set_level(logging.INFO, logger="webhooks.dispatch.transport")
 
     attempt_refused_at_connect(store, monkeypatch, "10.1.2.3")
 
-    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks.transport"]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks.dispatch.transport"]
     assert f"host {HOST} refused: 10.1.2.3 is" in line
     assert "(private-use)" in line
     assert "path-credential" not in line

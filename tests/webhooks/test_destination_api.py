@@ -10,9 +10,9 @@ from accounts.abilities import ROLE_STAFF
 from tests.concurrency import run_at_once
 from tests.factories import MembershipFactory, UserFactory, WebhookChannelFactory, make_api_key
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
-from webhooks.attempts import delivery_send
+from webhooks.channels.serializers import MAX_EVENT_TYPES
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery
-from webhooks.serializers import MAX_EVENT_TYPES
 
 URL = "/api/v2/webhook-destination"
 PUBLIC_BODY = {"url": "https://hooks.example.com/in", "event_types": ["order.completed"]}

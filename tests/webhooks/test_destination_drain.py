@@ -14,8 +14,8 @@ from config.celery import app
 from tests.concurrency import run_at_once
 from tests.outages import dead_redis_caches
 from tests.webhooks.helpers import destination_for, queued, record_order_completed
-from webhooks import attempts, queueing
-from webhooks.attempts import destination_drain
+from webhooks.dispatch import attempts, queueing
+from webhooks.dispatch.attempts import destination_drain
 from webhooks.models import WebhookChannel, WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -182,7 +182,7 @@ def test_after_a_failed_publish_the_publisher_pauses_and_logs_once(
         raise OperationalError("the broker is down")
 
     monkeypatch.setattr(app, "send_task", broker_refuses)
-    with caplog.at_level("WARNING", logger="webhooks.services"):
+    with caplog.at_level("WARNING", logger="webhooks.deliveries.services"):
         for order_id in range(3):
             record_order_completed(store, order_id=order_id)
 

@@ -16,8 +16,8 @@ from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.servers import wait_for
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
 from tests.webhooks.helpers import destination_for, record_order_completed
-from webhooks import resolver
-from webhooks.attempts import delivery_send
+from webhooks.dispatch import resolver
+from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery
 
 URL = "/api/v2/webhook-destination"

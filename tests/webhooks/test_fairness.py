@@ -21,9 +21,9 @@ from tests.webhooks.helpers import (
     queued,
     record_order_completed,
 )
-from webhooks.attempts import delivery_claim, delivery_send, destination_drain
+from webhooks.dispatch.attempts import delivery_claim, delivery_send, destination_drain
+from webhooks.dispatch.queueing import deliveries_sweep
 from webhooks.models import WebhookDelivery
-from webhooks.queueing import deliveries_sweep
 
 LIST_URL = "/api/v2/webhook-deliveries"
 
@@ -122,7 +122,7 @@ def test_sweeper_queues_one_drain_per_destination_not_one_message_per_delivery(r
 
 @pytest.mark.django_db
 def test_sweeper_queues_a_lost_delivery_of_a_deleted_destination_as_its_own_send(store, receiver):
-    from webhooks.services import destination_delete
+    from webhooks.channels.destination import destination_delete
 
     # given a delivery a worker claimed and then died on, whose destination was deleted since
     destination_for(store, receiver.url)
@@ -186,7 +186,7 @@ def test_the_replay_cap_counts_a_sliding_window_per_store(
     destination_for(other_store, receiver.url)
     original = WebhookDelivery.objects.get(event=record_order_completed(store))
     theirs = WebhookDelivery.objects.get(event=record_order_completed(other_store))
-    from webhooks.services import delivery_replay
+    from webhooks.deliveries.services import delivery_replay
 
     older = delivery_replay(store=store, delivery_id=original.pk)
     delivery_replay(store=store, delivery_id=original.pk)
@@ -208,7 +208,7 @@ def test_the_replay_cap_counts_a_sliding_window_per_store(
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_replays_cannot_pass_the_cap_together(store, receiver, settings):
-    from webhooks.services import delivery_replay
+    from webhooks.deliveries.services import delivery_replay
 
     settings.WEBHOOKS_REPLAY_LIMIT = 3
     destination_for(store, receiver.url)
@@ -245,7 +245,7 @@ def test_the_admin_replay_action_is_capped_too(admin_client, store, receiver, re
 
 @pytest.mark.django_db
 def test_a_capped_replay_keeps_its_idempotency_key_usable(auth_client, store, receiver, replay_cap):
-    from webhooks.services import delivery_replay
+    from webhooks.deliveries.services import delivery_replay
 
     destination_for(store, receiver.url)
     original = WebhookDelivery.objects.get(event=record_order_completed(store))
@@ -267,7 +267,7 @@ def test_a_capped_replay_keeps_its_idempotency_key_usable(auth_client, store, re
 
 @pytest.mark.django_db(transaction=True)
 def test_a_dead_workers_slots_come_back_when_their_lease_runs_out(store, receiver, settings):
-    from webhooks.slots import slots_take
+    from webhooks.dispatch.slots import slots_take
 
     settings.WEBHOOKS_LEASE_SECONDS = 1.5
     destination = destination_for(store, receiver.url)

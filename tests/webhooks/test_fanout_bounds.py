@@ -16,7 +16,7 @@ from core.api.errors import ValidationFailed
 from tests.concurrency import run_at_once
 from tests.factories import StoreFactory, WebhookChannelFactory
 from tests.webhooks.helpers import queued, record_order_completed
-from webhooks.channel_services import channel_create
+from webhooks.channels.services import channel_create
 from webhooks.models import WebhookChannel, WebhookDelivery
 
 pytestmark = pytest.mark.django_db
@@ -129,7 +129,7 @@ def test_an_event_past_the_store_s_pending_ceiling_gets_no_deliveries(store, set
     settings.WEBHOOKS_STORE_PENDING_MAX = 5
     channels(store, 2)
     # when: three events in one transaction, then one in another
-    with caplog.at_level(logging.WARNING, logger="webhooks.services"):
+    with caplog.at_level(logging.WARNING, logger="webhooks.deliveries.services"):
         with transaction.atomic():
             first = [record_order_completed(store, order_id=n) for n in (1, 2)]
             third = record_order_completed(store, order_id=3)

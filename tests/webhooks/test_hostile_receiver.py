@@ -16,11 +16,11 @@ from tests.webhooks.helpers import (
     destination_for,
     record_order_completed,
 )
-from webhooks.attempts import delivery_claim, delivery_send
-from webhooks.failures import retry_delay
-from webhooks.leases import keeper, live_seconds
+from webhooks.dispatch.attempts import delivery_claim, delivery_send
+from webhooks.dispatch.failures import retry_delay
+from webhooks.dispatch.leases import keeper, live_seconds
+from webhooks.dispatch.sender import SendResult, _retry_after, send
 from webhooks.models import WebhookDelivery
-from webhooks.sender import SendResult, _retry_after, send
 
 # Answers a receiver can give that are no 2xx: each must end as a failed attempt.
 FAILING = [
@@ -257,8 +257,8 @@ def test_a_send_that_raises_is_a_failed_attempt_on_the_schedule(
     def broken_send(**kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("webhooks.attempts.send", broken_send)
-    with caplog.at_level("ERROR", logger="webhooks.attempts"):
+    monkeypatch.setattr("webhooks.dispatch.attempts.send", broken_send)
+    with caplog.at_level("ERROR", logger="webhooks.dispatch.attempts"):
         status = delivery_send(delivery_id=delivery.pk)
 
     assert status == "pending"
@@ -273,7 +273,7 @@ def test_a_send_that_raises_is_a_failed_attempt_on_the_schedule(
 def test_a_record_that_raises_is_recorded_as_a_failed_attempt(
     store, settings, clock, hostile, monkeypatch
 ):
-    from webhooks import attempts
+    from webhooks.dispatch import attempts
 
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (10,)
     receiver = hostile([RawAnswer("500", b"HTTP/1.1 500 X\r\nContent-Length: 2\r\n\r\nno")])
@@ -357,7 +357,7 @@ def test_a_redirect_is_not_read_past_the_body_limit(settings, hostile):
 
 
 def test_text_from_a_receiver_is_stored_without_nul_and_as_valid_utf8(store, receiver):
-    from webhooks.attempts import delivery_attempt_finish
+    from webhooks.dispatch.attempts import delivery_attempt_finish
 
     destination_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))

@@ -17,9 +17,9 @@ from tests.factories import (
 )
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns
 from tests.webhooks.helpers import SilentReceiver, record_order_completed
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
+from webhooks.dispatch.outbound import DNS_CHECK, TEST_SEND, outbound_call
 from webhooks.models import WebhookDelivery
-from webhooks.outbound import DNS_CHECK, TEST_SEND, outbound_call
 
 pytestmark = pytest.mark.django_db
 

@@ -24,7 +24,7 @@ from tests.webhooks.helpers import (
     queued,
     record_order_completed,
 )
-from webhooks.attempts import delivery_send, destination_drain
+from webhooks.dispatch.attempts import delivery_send, destination_drain
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSendSlot
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -232,7 +232,7 @@ def test_database_connections_probe_a_silent_peer_within_minutes():
 
 
 def test_a_deleted_destination_leaves_no_send_slots(store, receiver):
-    from webhooks.services import destination_delete
+    from webhooks.channels.destination import destination_delete
 
     destination = destination_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))

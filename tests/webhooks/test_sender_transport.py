@@ -13,7 +13,7 @@ import pytest
 from tests.webhooks.dns import FakeDns
 from tests.webhooks.helpers import Receiver, Reply
 from tests.webhooks.tls import CertificateAuthority
-from webhooks import sender, transport
+from webhooks.dispatch import sender, transport
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
 TLS_HOST = "hooks.example.test"

@@ -5,9 +5,9 @@ import pytest
 
 from core.api.idempotency import KEY_PATTERN_SOURCE
 from events.registry import EVENT_TYPES
-from webhooks.addresses import MAX_URL_LENGTH, URL_PATTERN
-from webhooks.filters import EVENT_ID_PATTERN
-from webhooks.serializers import MAX_EVENT_TYPES
+from webhooks.channels.serializers import MAX_EVENT_TYPES
+from webhooks.deliveries.filters import EVENT_ID_PATTERN
+from webhooks.dispatch.addresses import MAX_URL_LENGTH, URL_PATTERN
 
 DESTINATION = "/api/v2/webhook-destination"
 ROTATE = "/api/v2/webhook-destination/rotate-secret"

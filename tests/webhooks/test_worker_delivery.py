@@ -15,7 +15,7 @@ from standardwebhooks import Webhook
 from tests.concurrency import run_at_once
 from tests.servers import ThrowawayRedis, wait_for
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
-from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
+from webhooks.dispatch.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

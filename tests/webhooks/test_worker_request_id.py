@@ -59,7 +59,8 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
         return [
             line
             for line in json_log_worker.json_lines()
-            if line.get("request_id") == request_id and line["logger"] == "webhooks.attempts"
+            if line.get("request_id") == request_id
+            and line["logger"] == "webhooks.dispatch.attempts"
         ]
 
     [attempt] = wait_for(attempt_lines, timeout=30, what="the attempt's log line")
@@ -96,7 +97,7 @@ def test_the_request_that_created_a_delivery_logs_its_id(store, auth_client, rec
     destination_for(store, receiver.url, event_types=["coupon.created"])
 
     caplog.handler.addFilter(RequestIdLogFilter())
-    with caplog.at_level("INFO", logger="webhooks.services"):
+    with caplog.at_level("INFO", logger="webhooks.deliveries.services"):
         response = auth_client.post(
             "/api/v1/coupons",
             {"code": "LINKED", "type": "PERCENTAGE", "discount": 5, "store_wide": True},

@@ -31,9 +31,9 @@ from tests.webhooks.helpers import (
     live_slots,
     record_order_completed,
 )
-from webhooks.attempts import delivery_send
+from webhooks.dispatch.attempts import delivery_send
+from webhooks.dispatch.queueing import deliveries_enqueue
 from webhooks.models import WebhookDelivery
-from webhooks.queueing import deliveries_enqueue
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

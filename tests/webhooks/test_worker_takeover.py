@@ -15,7 +15,7 @@ import pytest
 
 from tests.servers import wait_for
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
-from webhooks.attempts import ABANDONED_ATTEMPT_ERROR
+from webhooks.dispatch.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

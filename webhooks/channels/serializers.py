@@ -7,17 +7,84 @@ from rest_framework import serializers
 from core.api.fields import LengthFirstChoiceField, StrictBooleanField, StrictCharField
 from core.api.pagination import MAX_PAGE_SIZE
 from core.api.schema import response_example
+from core.api.serializers import ClosedObjectSerializer
 from events.registry import EVENT_TYPES
-from webhooks.models import WebhookChannel
-from webhooks.serializers import (
-    ClosedObjectSerializer,
-    DestinationUrlField,
-    DestinationUrlReadField,
-    EventTypeListField,
+from webhooks.dispatch.addresses import (
+    MAX_URL_LENGTH,
+    URL_PATTERN,
+    DestinationRefused,
+    url_check,
 )
+from webhooks.models import WebhookChannel, url_origin
 
 MAX_NAME_LENGTH = 100
 MAX_SEARCH_LENGTH = 255
+
+
+# Duplicates are accepted (and merged); a longer list is refused.
+MAX_EVENT_TYPES = 50
+
+
+@extend_schema_field({"type": "string", "maxLength": MAX_URL_LENGTH, "pattern": URL_PATTERN})
+class DestinationUrlField(StrictCharField):
+    """A destination URL as webhooks.dispatch.addresses.url_check accepts it: its shape (the schema
+    states the same length and pattern) and the addresses its host resolves to (SSRF)."""
+
+    def __init__(self, **kwargs):
+        # The length first (core/api/fields.py): no longer URL reaches url_check.
+        super().__init__(trim_whitespace=False, max_length=MAX_URL_LENGTH, **kwargs)
+
+    def to_internal_value(self, data):
+        url = super().to_internal_value(data)
+        store = self.context.get("store")  # the bound on DNS lookups in flight is per store
+        try:
+            return url_check(url, store_id=store.pk if store is not None else None)
+        except DestinationRefused as error:
+            raise serializers.ValidationError(str(error)) from None
+
+
+class EventTypeListField(serializers.ListField):
+    """Registered event types (events.registry), at least one, at most MAX_EVENT_TYPES;
+    duplicates are merged and the list is stored sorted."""
+
+    child = LengthFirstChoiceField(
+        choices=sorted(EVENT_TYPES),
+        error_messages={
+            "invalid_choice": "unknown event type {input!r}; see /api/v2/webhook-event-types"
+        },
+    )
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            min_length=1,
+            max_length=MAX_EVENT_TYPES,
+            error_messages={
+                "min_length": "must name at least one event type",
+                "max_length": f"must name at most {MAX_EVENT_TYPES} event types",
+            },
+            **kwargs,
+        )
+
+    def run_child_validation(self, data):
+        try:
+            return super().run_child_validation(data)
+        except serializers.ValidationError as error:
+            # DRF keys child errors by index ({0: [...]}); the envelope wants messages.
+            messages = [str(m) for ms in error.detail.values() for m in ms]
+            raise serializers.ValidationError(messages) from None
+
+    def run_validation(self, data=serializers.empty):
+        # Merged after the length rules: they count what the client sent.
+        return sorted(set(super().run_validation(data)))
+
+
+class DestinationUrlReadField(serializers.CharField):
+    """The URL in full for a reader who may change it (context `url_in_full`); else only its
+    origin, as the delivery list's `destination_origin`: the path and query can be a
+    credential (docs/design.md "Webhooks")."""
+
+    def to_representation(self, url):
+        return url if self.context.get("url_in_full") else url_origin(url)
 
 
 class WebhookChannelCreateSerializer(ClosedObjectSerializer):

@@ -14,8 +14,9 @@ from core.api.idempotency import Withheld, idempotent
 from core.api.pagination import LaravelPagination
 from core.api.schema import data_envelope, error_responses, response_example
 from stores.access import resolve_store_context
-from webhooks.addresses import url_origin
-from webhooks.channel_serializers import (
+from webhooks.channels.recovery import channel_recover
+from webhooks.channels.selectors import channel_get, channels_of, signing_secret_configured
+from webhooks.channels.serializers import (
     WEBHOOK_CHANNEL_EXAMPLE,
     WebhookChannelCreateSerializer,
     WebhookChannelRecoverResultSerializer,
@@ -29,18 +30,15 @@ from webhooks.channel_serializers import (
     WebhookSigningSecretSerializer,
     WebhookSigningSecretStateSerializer,
 )
-from webhooks.channel_services import (
+from webhooks.channels.services import (
     channel_create,
     channel_delete,
-    channel_get,
     channel_test_send,
     channel_update,
-    channels_of,
-    signing_secret_configured,
     signing_secret_supplied,
 )
-from webhooks.recovery import channel_recover
-from webhooks.views import WebhookAreaMixin
+from webhooks.deliveries.views import WebhookAreaMixin
+from webhooks.models import url_origin
 
 CHANNEL_PATH_PARAMETER = OpenApiParameter(
     "channel",

@@ -9,6 +9,7 @@ Time: webhooks/deadline.py (one budget for DNS, connect, request and response). 
 request goes: webhooks/transport.py (the address the SSRF check approved, named as the host).
 """
 
+import json
 import re
 import socket
 import time
@@ -18,11 +19,17 @@ from email.utils import parsedate_to_datetime
 
 import requests
 from django.conf import settings
+from django.utils import timezone
 from standardwebhooks import Webhook
 
-from webhooks.addresses import url_origin
-from webhooks.deadline import AttemptDeadline, current_deadline
-from webhooks.transport import AddressRefused, answer_forget, session_get, session_reset
+from events.models import Event
+from events.serializers import event_resource
+from webhooks.dispatch.deadline import AttemptDeadline, current_deadline
+from webhooks.dispatch.transport import AddressRefused, answer_forget, session_get, session_reset
+from webhooks.models import (
+    WebhookSigningSecret,
+    url_origin,
+)
 
 
 def signature_header(*, secrets: list[str], message_id: str, timestamp: int, body: bytes) -> str:
@@ -175,3 +182,22 @@ def _post(
     if not error and not 200 <= response.status_code < 300:
         error = f"HTTP {response.status_code}"
     return SendResult(response.status_code, response_body, error, elapsed_ms(), retry_after)
+
+
+def webhook_body(event: Event, *, test: bool) -> bytes:
+    """`event` may be unsaved (a test event is never journaled)."""
+    resource = {**event_resource(event), "test": test}
+    return json.dumps(resource, separators=(",", ":")).encode()
+
+
+def signing_secrets(*, store_id) -> list[str]:
+    """The secrets a delivery of the store is signed with: the current one, and the previous
+    one while its grace lasts. Empty while the store has none configured."""
+    found = WebhookSigningSecret.objects.filter(store_id=store_id).first()
+    if found is None:
+        return []
+    secrets = [found.secret]
+    expires = found.previous_secret_expires_at
+    if found.previous_secret and expires and expires > timezone.now():
+        secrets.append(found.previous_secret)
+    return secrets

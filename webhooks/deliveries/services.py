@@ -13,9 +13,7 @@ failing receivers fills the workers. Queueing the tasks and the sweeper are
 webhooks/queueing.py's.
 """
 
-import base64
 import logging
-import secrets as secrets_module
 import threading
 from datetime import datetime, timedelta
 
@@ -23,152 +21,18 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.api.errors import NotFound, RateLimited, ValidationFailed
+from core.api.errors import RateLimited, ValidationFailed
 from core.operations import metrics
 from events.models import Event
 from stores.models import Store
-from webhooks.addresses import url_origin
-from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSendSlot, WebhookSigningSecret
-from webhooks.queueing import drain_request_on_commit, drains_request_on_commit
-from webhooks.selectors import delivery_get, destination_get
+from webhooks.deliveries.selectors import delivery_get
+from webhooks.dispatch.queueing import drain_request_on_commit, drains_request_on_commit
+from webhooks.models import WebhookChannel, WebhookDelivery, url_origin
 
 logger = logging.getLogger(__name__)
 
-SECRET_PREFIX = "whsec_"
-SECRET_BYTES = 32
 
-
-def secret_new() -> str:
-    return SECRET_PREFIX + base64.b64encode(secrets_module.token_bytes(SECRET_BYTES)).decode()
-
-
-# --- destinations -------------------------------------------------------------------------
-
-
-def channel_room_check(*, store) -> None:
-    """A store has at most WEBHOOKS_STORE_CHANNELS_MAX channels: every way of making one (the
-    channels API, the deprecated destination) calls this first, in its transaction. Locks the
-    store's row, so concurrent creates count one after another."""
-    Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
-    limit = settings.WEBHOOKS_STORE_CHANNELS_MAX
-    if WebhookChannel.objects.filter(store=store).count() >= limit:
-        message = (
-            f"A store has at most {limit} webhook channels; delete one, or send more event "
-            "types to one channel."
-        )
-        raise ValidationFailed({"non_field_errors": [message]}, message=message)
-
-
-def destination_put(
-    *, store, url: str, event_types: list[str], enabled: bool = True
-) -> tuple[WebhookChannel, bool]:
-    """Creates or replaces the store's destination; returns (destination, created).
-
-    `url` and `event_types` as webhooks.serializers.WebhookDestinationPutSerializer validates
-    them (the SSRF check of the URL, registered types sorted without duplicates).
-    """
-    now = timezone.now()
-    with transaction.atomic():
-        # Serialises the store's PUTs: with no destination yet, locking it would lock nothing
-        # and two first PUTs would both insert. NO KEY: rows referencing the store still insert.
-        Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
-        destination = (
-            WebhookChannel.objects.select_for_update(no_key=True)
-            .filter(store=store)
-            .order_by("id")
-            .first()
-        )
-        created = destination is None
-        if created:
-            channel_room_check(store=store)
-            destination = WebhookChannel(store=store, created_at=now)
-            # The alias shows the secret it creates the destination with (201): a new one,
-            # not one set through the channels, which is never shown.
-            signing_secret_set(store=store, secret=secret_new())
-        elif (enabled and not destination.enabled) or url != destination.url:
-            # A new URL starts its own failure clock; so does a re-enabled destination.
-            destination.failing_since = None
-        destination.url = url
-        destination.event_types = event_types
-        destination.enabled = enabled
-        destination.disabled_reason = "" if enabled else WebhookChannel.DISABLED_BY_USER
-        destination.updated_at = now
-        destination.save()
-        if not enabled:
-            _pending_deliveries_disable(destination_id=destination.pk, now=now)
-    return destination, created
-
-
-def destination_enabled_set(*, destination: WebhookChannel, enabled: bool, reason: str = ""):
-    now = timezone.now()
-    fields = {"enabled": enabled, "updated_at": now}
-    if enabled:
-        fields |= {"disabled_reason": "", "failing_since": None}
-    else:
-        fields["disabled_reason"] = reason or WebhookChannel.DISABLED_BY_USER
-    with transaction.atomic():
-        WebhookChannel.objects.filter(pk=destination.pk).update(**fields)
-        if not enabled:
-            _pending_deliveries_disable(destination_id=destination.pk, now=now)
-    for name, value in fields.items():
-        setattr(destination, name, value)
-    return destination
-
-
-def _pending_deliveries_disable(*, destination_id, now) -> None:
-    """Deliveries still waiting for a disabled or removed destination will never be sent:
-    `disabled` if never tried (docs/design.md: attempts 0), `failed` if already tried.
-
-    Leased ones (an attempt in flight, or a worker that died) are left to their attempt's
-    outcome or to the next claim, which record that attempt and then settle them the same way.
-    """
-    waiting = WebhookDelivery.objects.filter(
-        destination_id=destination_id,
-        status=WebhookDelivery.STATUS_PENDING,
-        lease_until__isnull=True,
-    )
-    final = {"next_attempt_at": None, "enqueued_at": None, "updated_at": now}
-    waiting.filter(attempts=0).update(status=WebhookDelivery.STATUS_DISABLED, **final)
-    waiting.filter(attempts__gt=0).update(status=WebhookDelivery.STATUS_FAILED, **final)
-
-
-def destination_delete(*, store) -> None:
-    with transaction.atomic():
-        destination = destination_get(store=store)
-        _pending_deliveries_disable(destination_id=destination.pk, now=timezone.now())
-        # Its send slots (a send still holding one just finds nothing to give back).
-        WebhookSendSlot.objects.filter(
-            scope=WebhookSendSlot.SCOPE_DESTINATION, owner=destination.pk
-        ).delete()
-        destination.delete()
-
-
-def signing_secret_set(*, store, secret: str) -> WebhookSigningSecret:
-    """Sets the store-wide signing secret of its channels; the previous one keeps signing, as a
-    second signature, for WEBHOOKS_PREVIOUS_SECRET_TTL (24 h)."""
-    now = timezone.now()
-    with transaction.atomic():
-        current = WebhookSigningSecret.objects.select_for_update().filter(store=store).first()
-        if current is None:
-            return WebhookSigningSecret.objects.create(store=store, secret=secret, updated_at=now)
-        if current.secret != secret:
-            current.previous_secret = current.secret
-            current.previous_secret_expires_at = now + settings.WEBHOOKS_PREVIOUS_SECRET_TTL
-            current.secret = secret
-        current.updated_at = now
-        current.save()
-    return current
-
-
-def destination_secret_rotate(*, store) -> WebhookSigningSecret:
-    """A new server-generated store secret (the destination alias and the admin's rotation);
-    the previous one keeps signing for WEBHOOKS_PREVIOUS_SECRET_TTL."""
-    if not WebhookChannel.objects.filter(store=store).exists():
-        raise NotFound("This store has no webhook destination.")
-    return signing_secret_set(store=store, secret=secret_new())
-
-
-def _deliveries_new(
+def deliveries_create(
     pairs: list[tuple[Event, WebhookChannel]], *, replay_of=None, recovered=False
 ) -> list[WebhookDelivery]:
     """A pending delivery of each (event, channel) of `pairs`, written in one statement."""
@@ -295,7 +159,7 @@ def deliveries_create_for_event(*, event) -> list[WebhookDelivery]:
         )
         return []
     rooms[event.store_id] = room - len(channels)
-    deliveries = _deliveries_new([(event, channel) for channel in channels])
+    deliveries = deliveries_create([(event, channel) for channel in channels])
     drains_request_on_commit([channel.pk for channel in channels])
     return deliveries
 
@@ -363,6 +227,6 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
             raise ValidationFailed.field("destination", "the delivery's channel is disabled")
         _replay_cap_check(store=store)
         pending_room_check(store_id=store.pk)
-        [delivery] = _deliveries_new([(original.event, destination)], replay_of=original.pk)
+        [delivery] = deliveries_create([(original.event, destination)], replay_of=original.pk)
         drain_request_on_commit(delivery.destination_id)
     return delivery

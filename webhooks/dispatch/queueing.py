@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.celery import app
-from webhooks.leases import keeper, live_seconds
+from webhooks.dispatch.leases import keeper, live_seconds
 from webhooks.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)

@@ -1,36 +1,28 @@
 """Writes and reads of webhook channels (issue 31 §1): create, replace/update, delete, the store's
 signing secret as the SDK sets it, and the synchronous test send.
 
-The URL and event types arrive validated by webhooks.channel_serializers (the SSRF check, the
+The URL and event types arrive validated by webhooks.channels.serializers (the SSRF check, the
 registry); the delivery pipeline itself is webhooks/services.py's and webhooks/attempts.py's.
 """
 
 import base64
 import binascii
+import secrets as secrets_module
 import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from core.api.errors import Conflict, NotFound, ValidationFailed
 from events.models import Event
 from events.registry import event_type_get
 from stores.models import Store
+from webhooks.dispatch.failures import destination_enabled_set, pending_deliveries_settle
+from webhooks.dispatch.outbound import TEST_SEND, outbound_call
+from webhooks.dispatch.sender import send, signing_secrets, webhook_body
 from webhooks.models import WebhookChannel, WebhookSendSlot, WebhookSigningSecret
-from webhooks.outbound import TEST_SEND, outbound_call
-from webhooks.payloads import webhook_body
-from webhooks.selectors import signing_secrets
-from webhooks.sender import send
-from webhooks.services import (
-    SECRET_PREFIX,
-    _pending_deliveries_disable,
-    channel_room_check,
-    destination_enabled_set,
-    signing_secret_set,
-)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Standard Webhooks secrets are 24..64 random bytes.
@@ -47,37 +39,6 @@ def url_canonical(url: str) -> str:
     port = parts.port
     netloc = host if port in (None, DEFAULT_PORTS.get(parts.scheme.lower())) else f"{host}:{port}"
     return urlunsplit((parts.scheme.lower(), netloc, parts.path, parts.query, ""))
-
-
-def channel_get(*, store, channel_id) -> WebhookChannel:
-    """Another store's channel and a malformed id are both simply not found."""
-    try:
-        uid = uuid.UUID(str(channel_id))
-    except ValueError:
-        raise NotFound() from None
-    found = WebhookChannel.objects.filter(store=store, uid=uid).first()
-    if found is None:
-        raise NotFound()
-    return found
-
-
-def channels_of(*, store, search: str | None = None, event: str | None = None, url_in_full=True):
-    """The store's channels, oldest first; `search` matches the name, and the URL only for a
-    reader who sees it in full (else one guess at a time would reveal a path); `event` keeps
-    the channels it is sent to (enabled and subscribed)."""
-    channels = WebhookChannel.objects.filter(store=store).order_by("created_at", "id")
-    if search:
-        matches = Q(name__icontains=search)
-        if url_in_full:
-            matches |= Q(url__icontains=search)
-        channels = channels.filter(matches)
-    if event:
-        channels = channels.filter(enabled=True, event_types__contains=[event])
-    return channels
-
-
-def signing_secret_configured(*, store) -> bool:
-    return WebhookSigningSecret.objects.filter(store=store).exists()
 
 
 def _saved(channel: WebhookChannel) -> WebhookChannel:
@@ -130,7 +91,7 @@ def channel_update(*, channel: WebhookChannel, **changes) -> WebhookChannel:
 
 def channel_delete(*, channel: WebhookChannel) -> None:
     with transaction.atomic():
-        _pending_deliveries_disable(destination_id=channel.pk, now=timezone.now())
+        pending_deliveries_settle(destination_id=channel.pk, now=timezone.now())
         WebhookSendSlot.objects.filter(
             scope=WebhookSendSlot.SCOPE_DESTINATION, owner=channel.pk
         ).delete()
@@ -208,3 +169,53 @@ def channel_test_send(*, store, channel: WebhookChannel, event_type: str) -> Non
             else f"no answer: {result.error}"
         )
         raise ValidationFailed.field("url", f"test event not delivered: {outcome}")
+
+
+SECRET_PREFIX = "whsec_"
+SECRET_BYTES = 32
+
+
+def secret_new() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets_module.token_bytes(SECRET_BYTES)).decode()
+
+
+# --- destinations -------------------------------------------------------------------------
+
+
+def channel_room_check(*, store) -> None:
+    """A store has at most WEBHOOKS_STORE_CHANNELS_MAX channels: every way of making one (the
+    channels API, the deprecated destination) calls this first, in its transaction. Locks the
+    store's row, so concurrent creates count one after another."""
+    Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
+    limit = settings.WEBHOOKS_STORE_CHANNELS_MAX
+    if WebhookChannel.objects.filter(store=store).count() >= limit:
+        message = (
+            f"A store has at most {limit} webhook channels; delete one, or send more event "
+            "types to one channel."
+        )
+        raise ValidationFailed({"non_field_errors": [message]}, message=message)
+
+
+def signing_secret_set(*, store, secret: str) -> WebhookSigningSecret:
+    """Sets the store-wide signing secret of its channels; the previous one keeps signing, as a
+    second signature, for WEBHOOKS_PREVIOUS_SECRET_TTL (24 h)."""
+    now = timezone.now()
+    with transaction.atomic():
+        current = WebhookSigningSecret.objects.select_for_update().filter(store=store).first()
+        if current is None:
+            return WebhookSigningSecret.objects.create(store=store, secret=secret, updated_at=now)
+        if current.secret != secret:
+            current.previous_secret = current.secret
+            current.previous_secret_expires_at = now + settings.WEBHOOKS_PREVIOUS_SECRET_TTL
+            current.secret = secret
+        current.updated_at = now
+        current.save()
+    return current
+
+
+def destination_secret_rotate(*, store) -> WebhookSigningSecret:
+    """A new server-generated store secret (the destination alias and the admin's rotation);
+    the previous one keeps signing for WEBHOOKS_PREVIOUS_SECRET_TTL."""
+    if not WebhookChannel.objects.filter(store=store).exists():
+        raise NotFound("This store has no webhook destination.")
+    return signing_secret_set(store=store, secret=secret_new())

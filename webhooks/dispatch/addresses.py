@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from webhooks.outbound import DNS_CHECK, outbound_call
-from webhooks.resolver import ip_literal, resolve
+from webhooks.dispatch.outbound import DNS_CHECK, outbound_call
+from webhooks.dispatch.resolver import ip_literal, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -292,15 +292,3 @@ def url_check(url: str, *, store_id: int | None = None) -> str:
         if kind is not None:
             raise _name_refused(host, timeout, f"resolves to {address} ({kind})")
     return url
-
-
-def url_origin(url: str) -> str:
-    """scheme://host[:port] of a URL: what the API shows instead of the full URL."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    origin = f"{parts.scheme}://{host}"
-    if parts.port is not None:
-        origin += f":{parts.port}"
-    return origin

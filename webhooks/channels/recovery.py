@@ -29,9 +29,9 @@ from django.utils import timezone
 from core.api.errors import Conflict, RateLimited, ValidationFailed
 from events.models import Event
 from stores.models import Store
+from webhooks.deliveries.services import budget_wait, deliveries_create, pending_room_check
+from webhooks.dispatch.queueing import drain_request_on_commit
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookRecovery
-from webhooks.queueing import drain_request_on_commit
-from webhooks.services import _deliveries_new, budget_wait, pending_room_check
 
 
 def _recover_budget_take(*, channel: WebhookChannel, now) -> WebhookRecovery:
@@ -128,7 +128,7 @@ def channel_recover(*, channel: WebhookChannel, since, until=None) -> dict:
                 )
             events = list(page[:size])
             if events:
-                _deliveries_new([(event, locked) for event in events], recovered=True)
+                deliveries_create([(event, locked) for event in events], recovered=True)
                 drain_request_on_commit(locked.pk)
         queued += len(events)
         exhausted = len(events) < size

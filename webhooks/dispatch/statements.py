@@ -11,7 +11,7 @@ from django.db import connection
 
 from core.database.connections import PreparedStatement
 from events.models import Event
-from webhooks.leases import live_seconds
+from webhooks.dispatch.leases import live_seconds
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt, due_sql
 
 # --- the claim -------------------------------------------------------------------------------

@@ -22,9 +22,9 @@ from django.db import connection
 from django.utils import timezone
 
 from core.database.connections import PreparedStatement
-from webhooks.leases import keeper, live_seconds
+from webhooks.dispatch.leases import keeper, live_seconds
+from webhooks.dispatch.queueing import destination_drain_continue
 from webhooks.models import WebhookSendSlot, due_sql
-from webhooks.queueing import destination_drain_continue
 
 logger = logging.getLogger(__name__)
 

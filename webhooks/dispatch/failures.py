@@ -5,11 +5,12 @@ Gone or after failing for WEBHOOKS_DISABLE_AFTER_FAILING (docs/design.md "Webhoo
 import logging
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
+from webhooks.dispatch.sender import SendResult
 from webhooks.models import WebhookChannel, WebhookDelivery
-from webhooks.sender import SendResult
-from webhooks.services import destination_enabled_set
 
 logger = logging.getLogger(__name__)
 
@@ -73,3 +74,36 @@ def destination_health_update(*, destination, result: SendResult, now) -> bool:
         logger.warning("webhook destination %s disabled: %s", destination.pk, reason)
         destination_enabled_set(destination=destination, enabled=False, reason=reason)
     return bool(reason)
+
+
+def destination_enabled_set(*, destination: WebhookChannel, enabled: bool, reason: str = ""):
+    now = timezone.now()
+    fields = {"enabled": enabled, "updated_at": now}
+    if enabled:
+        fields |= {"disabled_reason": "", "failing_since": None}
+    else:
+        fields["disabled_reason"] = reason or WebhookChannel.DISABLED_BY_USER
+    with transaction.atomic():
+        WebhookChannel.objects.filter(pk=destination.pk).update(**fields)
+        if not enabled:
+            pending_deliveries_settle(destination_id=destination.pk, now=now)
+    for name, value in fields.items():
+        setattr(destination, name, value)
+    return destination
+
+
+def pending_deliveries_settle(*, destination_id, now) -> None:
+    """Deliveries still waiting for a disabled or removed destination will never be sent:
+    `disabled` if never tried (docs/design.md: attempts 0), `failed` if already tried.
+
+    Leased ones (an attempt in flight, or a worker that died) are left to their attempt's
+    outcome or to the next claim, which record that attempt and then settle them the same way.
+    """
+    waiting = WebhookDelivery.objects.filter(
+        destination_id=destination_id,
+        status=WebhookDelivery.STATUS_PENDING,
+        lease_until__isnull=True,
+    )
+    final = {"next_attempt_at": None, "enqueued_at": None, "updated_at": now}
+    waiting.filter(attempts=0).update(status=WebhookDelivery.STATUS_DISABLED, **final)
+    waiting.filter(attempts__gt=0).update(status=WebhookDelivery.STATUS_FAILED, **final)

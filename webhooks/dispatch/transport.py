@@ -28,9 +28,9 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from webhooks.addresses import DestinationRefused, address_check
-from webhooks.deadline import current_deadline
-from webhooks.resolver import ip_literal, resolve
+from webhooks.dispatch.addresses import DestinationRefused, address_check
+from webhooks.dispatch.deadline import current_deadline
+from webhooks.dispatch.resolver import ip_literal, resolve
 
 logger = logging.getLogger(__name__)
 

@@ -20,25 +20,22 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.operations import metrics
-from webhooks.addresses import url_origin
-from webhooks.failures import (
+from webhooks.dispatch.failures import (
     destination_health_update,
     retry_cancel_if_destination_off,
     retry_delay,
 )
-from webhooks.leases import keeper
-from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
-from webhooks.payloads import webhook_body
-from webhooks.queueing import (
+from webhooks.dispatch.leases import keeper
+from webhooks.dispatch.queueing import (
     deliveries_enqueue,
     destination_drain_marker_clear,
     destination_drain_marker_hold,
     destination_drain_marker_let_go,
 )
-from webhooks.selectors import signing_secrets
-from webhooks.sender import SendResult, send
-from webhooks.slots import slots_held
-from webhooks.statements import delivery_lease, outcome_record
+from webhooks.dispatch.sender import SendResult, send, signing_secrets, webhook_body
+from webhooks.dispatch.slots import slots_held
+from webhooks.dispatch.statements import delivery_lease, outcome_record
+from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, url_origin
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from drf_spectacular.utils import extend_schema_field
 from core.api.filters import NonEmptyParametersForm
 from core.api.pagination import counted_by
 from events.registry import EVENT_TYPES
+from webhooks.deliveries.selectors import delivery_total
 from webhooks.models import WebhookDelivery
-from webhooks.selectors import delivery_total
 
 EVENT_ID_PATTERN = r"^evt_[0-9A-HJKMNP-TV-Z]{26}$"
 
