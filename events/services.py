@@ -66,10 +66,10 @@ def events_prune(
 
     Whole days go: each day partition whose every event is past the window is dropped with the
     deliveries and attempts of its day, raising the stores' prune marks in the same
-    transaction (events/partitions.py), so an event is kept between 30 and 31 days. Rows of
-    the legacy partition (the journal as it was before it was partitioned) are deleted in short
-    batches, as before, until that partition's whole range is past the window and it is
-    dropped too. The prune marks are what make older cursors answer 410.
+    transaction (events/partitions.py), so an event is kept between EVENTS_RETENTION_DAYS and
+    a day more. Rows of the legacy partition (the journal as it was before it was partitioned)
+    are deleted in short batches until that partition's whole range is past the window and it
+    is dropped too. The prune marks are what make older cursors answer 410.
     """
     now = now or timezone.now()
     removed = 0

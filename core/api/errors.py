@@ -177,7 +177,7 @@ class CursorExpired(ApiError):
 class RateLimited(ApiError):
     """429 with Retry-After. `credential_budget` says the per-credential request budget refused
     the request; only then does the 429 carry X-RateLimit-* (they describe that budget, and
-    would say "118 left" on a 429 of another limit, such as one new store per 60 s)."""
+    would count what is left of it on a 429 of another limit, such as store creation's)."""
 
     code = "rate_limit_exceeded"
 

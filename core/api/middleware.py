@@ -52,7 +52,7 @@ class RequestBodyLimitMiddleware(MiddlewareMixin):
     too), an HTML page elsewhere.
 
     A body without Content-Length is chunked (HTTP/1.1). Django's WSGI request reads no body
-    then (it reads CONTENT_LENGTH bytes), so such a body used to reach views empty. When the
+    then (it reads CONTENT_LENGTH bytes), so such a body would reach views empty. When the
     server delimits the input (`wsgi.input_terminated`, as gunicorn does) it is read here, up to
     one byte past the limit, and handed to Django with its real length.
     """

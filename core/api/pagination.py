@@ -40,7 +40,7 @@ class CountOf(Subquery):
     """A queryset's row count as a scalar subquery: PostgreSQL counts it once (an InitPlan,
     by an index-only scan where one fits), however many rows the outer query returns.
     `COUNT(*) OVER ()` would read and buffer every row of the list before the first page
-    (0.9 s for 1M deliveries, docs/benchmarks/coupons-growth.md)."""
+    (docs/benchmarks/coupons-growth.md)."""
 
     template = "(SELECT COUNT(*) FROM (%(subquery)s) AS counted)"
     output_field = IntegerField()
@@ -132,8 +132,8 @@ class LaravelPagination(BasePagination):
 
         The total comes with the page's rows in one statement, as their `counted_by`
         annotation: a maintained counter where the list has one (O(1)), otherwise a count of
-        the list (one ORM compilation and one round trip fewer than COUNT then SELECT, issue
-        14); only a page past the end reads it on its own. A deep page is read by a deferred
+        the list (one ORM compilation and one round trip fewer than COUNT then SELECT); only a
+        page past the end reads it on its own. A deep page is read by a deferred
         join (`DEFERRED_JOIN_FROM`). The rows are what the queryset yields: model instances,
         or dicts of a `values()` list."""
         self.request = request
@@ -173,8 +173,8 @@ class LaravelPagination(BasePagination):
 
     def _link_around_page(self) -> tuple[str, str]:
         """A link's text before and after its page number. The request's other query
-        parameters are encoded once, in sorted order around `page` (encoding the whole query
-        per link was 9.5% of a list request, issue 14)."""
+        parameters are encoded once, in sorted order around `page`, rather than the whole query
+        again for every link."""
         params = sorted((k, v) for k, v in self.request.query_params.lists() if k != "page")
         before = urlencode([p for p in params if p[0] < "page"], doseq=True)
         after = urlencode([p for p in params if p[0] > "page"], doseq=True)
