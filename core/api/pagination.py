@@ -96,6 +96,21 @@ def query_parameter(name: str, schema: dict, description: str) -> dict:
     }
 
 
+def limit_parameter(paginator, items: str) -> dict:
+    """`limit`, as a paginator with `default_limit` and `max_limit` declares it."""
+    return query_parameter(
+        "limit",
+        {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": paginator.max_limit,
+            "default": paginator.default_limit,
+        },
+        f"{items} per page, 1 to {paginator.max_limit} (default {paginator.default_limit}); "
+        "otherwise 422.",
+    )
+
+
 def object_schema(**properties) -> dict:
     """The schema of an object whose every property is required."""
     return {"type": "object", "required": list(properties), "properties": properties}
@@ -262,16 +277,7 @@ class LaravelPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view):
         return [
-            query_parameter(
-                "limit",
-                {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": self.max_limit,
-                    "default": self.default_limit,
-                },
-                "Items per page, 1 to 100 (default 15).",
-            ),
+            limit_parameter(self, "Items"),
             query_parameter(
                 "page",
                 {"type": "integer", "minimum": 1, "default": 1},
