@@ -49,14 +49,18 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
     return event
 
 
-def partitions_upkeep(*, now=None) -> dict:
+def partitions_upkeep(
+    *, now=None, batch_size: int | None = None, on_batch: Callable[[int], object] | None = None
+) -> dict:
     """The hourly upkeep of the journal's days: the partitions from today to
-    EVENTS_PARTITIONS_AHEAD days ahead exist, and the days past retention are gone."""
+    EVENTS_PARTITIONS_AHEAD days ahead exist, and the days past retention are gone
+    (`events_prune`, to which `batch_size` and `on_batch` go)."""
     today = (now or timezone.now()).date()
     created = partitions.partitions_ensure(
         today, today + timedelta(days=settings.EVENTS_PARTITIONS_AHEAD)
     )
-    return {"created": created, "pruned": events_prune(now=now)}
+    pruned = events_prune(now=now, batch_size=batch_size, on_batch=on_batch)
+    return {"created": created, "pruned": pruned}
 
 
 def events_prune(
