@@ -15,9 +15,9 @@ from accounts.services import api_key_create, api_key_expiry_validate, api_key_r
 from core.admin_filters import store_slug_filter
 from core.api.errors import ValidationFailed
 
-# What makes an account powerful: granted by superusers only (docs/decisions/hardening.md,
-# "Hardening IV", 5). Django's change_user permission alone would let staff grant themselves
-# anything, including is_superuser.
+# What makes an account powerful: granted by superusers only (docs/decisions/hardening.md
+# "Admin: keys for other users, privileges for oneself"). Django's change_user permission alone
+# would let staff grant themselves anything, including is_superuser.
 PRIVILEGE_FIELDS = ("is_staff", "is_superuser", "groups", "user_permissions")
 
 

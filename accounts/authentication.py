@@ -9,7 +9,8 @@ current (accounts/identity.py); in the steady state no SQL is sent. The throttle
 
 Failed authentications are limited per client address (API_AUTH_FAILURES_PER_MINUTE,
 docs/design.md "Limits and rate limits"): past the budget, 429 with Retry-After. Only failures
-are refused (issue 29 point 2, docs/decisions/hardening.md): a credential that authenticates is
+are refused (docs/decisions/hardening.md "The failed-authentication limit refuses failures"): a
+credential that authenticates is
 served from an over-budget address, and a bogus one is refused before any database read.
 """
 
@@ -203,7 +204,7 @@ class ApiKeyAuthentication(BearerAuthentication):
 
 
 def _counted_unless_known(request, token_hash: str) -> bool:
-    """Issue 29 point 2. From an address this process saw over its failure budget, a credential
+    """From an address this process saw over its failure budget, a credential
     the process does not know is counted as a failure before it is read (429 once the budget is
     spent: no database query), unless Redis knows it: its credential epoch exists only while a
     credential with this hash authenticates (made on a successful read, deleted on a failed

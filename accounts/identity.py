@@ -1,4 +1,4 @@
-"""The identity behind a bearer credential, kept per process while it is current (issue 30 §1).
+"""The identity behind a bearer credential, kept per process while it is current.
 
 An identity is what a credential answers on every request: the credential (API key or OAuth
 access token), its user, its abilities and, filled as requests ask, its store memberships
@@ -19,7 +19,7 @@ database again. docs/decisions/identity.md.
   a deletion, can give back epochs a change has deleted since; either is another server
   process, so every identity kept before is read again, and the database has the change.
 - Without Redis (down, or the file cache of `make run`) nothing is reused: every request reads
-  the database, as before there was a cache.
+  the database.
 - An expiry is a time, not a change: it is checked on every request from the kept value.
 """
 
@@ -112,7 +112,7 @@ def identity_changed(*, token_hashes=(), user_ids=()) -> None:
 
 def credential_known(token_hash: str) -> None:
     """A new credential: its epoch is made now, so that an over-budget address's request with
-    it is worth a database read before any request authenticated it (issue 29 point 2). An
+    it is worth a database read before any request authenticated it (failures alone are refused). An
     integer, as the rate-limit script reads the raw value (Django's Redis cache stores integers
     as they are)."""
     try:

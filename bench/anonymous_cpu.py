@@ -1,4 +1,4 @@
-"""CPU per request of the anonymous endpoints, as a ratio to /healthz (issue 18 point 10).
+"""CPU per request of the anonymous endpoints, as a ratio to /healthz.
 
 In-process through Django's test client (every middleware), best of ROUNDS rounds of N
 requests each, CPU time of the whole process (the health checks run on their own threads).

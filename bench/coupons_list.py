@@ -11,11 +11,11 @@ views), and runs `wrk` (installed with apt-get when missing) against, in interle
 - `GET /bench/ping`: trivial JSON view, the stack's baseline;
 - `GET /bench/ping-auth`: the same through DRF with the coupon views' auth/throttle/permission;
 - `GET /api/v1/coupons?limit=15` and `?limit=100`;
-- the peer (issue 14), stock DRF's version of the same list (bench/coupons_urls.py), at
+- the peer, stock DRF's version of the same list (bench/coupons_urls.py), at
   `?page_size=15` and `?page_size=100`; checked first to return the same coupons and total.
 
 Each round alternates the order of the endpoints (so of ours and the peer's); the last table
-gives ours / peer's req/s, medians and per round, against the issue's targets.
+gives ours / peer's req/s, medians and per round, against the targets (`PEER_TARGETS`).
 `--only-peer` measures just the two lists and the peer.
 
 With `--compare DIR` (a checkout of the code before a change, with its own `.venv`), a second
@@ -93,6 +93,26 @@ def run_timing_in(
     }
 
 
+# For a timing script: Django set up, a test client, and `call_of(url, body)`, the request of
+# one (label, url, body) entry of its REQUESTS with the API key of its first argument: a GET
+# without a body, else a POST of the body as JSON.
+REQUEST_CALLS = """
+import json, sys
+import django
+django.setup()
+from django.test import Client
+client = Client(HTTP_HOST="127.0.0.1")
+auth = {"HTTP_AUTHORIZATION": "Bearer " + sys.argv[1]}
+
+
+def call_of(url, body):
+    if body is None:
+        return lambda: client.get(url, **auth)
+    data = json.dumps(body)
+    return lambda: client.post(url, data, content_type="application/json", **auth)
+"""
+
+
 # For a timing script: CPU seconds per request of this process plus its PostgreSQL backend
 # (the database's work counts, the time waiting for a shared CPU does not). Needs a database
 # connection kept between requests (the bench settings' DATABASE_CONN_MAX_AGE).
@@ -138,7 +158,7 @@ Coupon.objects.bulk_create(
 )
 # Statistics, as autovacuum keeps them on a live table: without them the planner guesses one
 # row and may sort the whole store's coupons instead of reading the page from the listing's
-# index (docs/benchmarks/coupons.md, issue 30 final).
+# index (docs/benchmarks/coupons.md).
 from django.db import connection
 with connection.cursor() as cursor:
     cursor.execute("ANALYZE")
@@ -403,7 +423,7 @@ def main() -> None:
         print(f"\nlimit=15 reaches {share15:.0%} of the trivial view; limit=100 {share100:.0%}.")
 
 
-# Issue 30: our list's req/s at least this many times the peer's, same run.
+# The targets: our list's req/s at least this many times the peer's, same run.
 PEER_TARGETS = {15: 3.5, 100: 3.5}
 
 

@@ -1,7 +1,7 @@
 """Server time of one coupon-list request, in process: ours against the stock DRF peer, and
 optionally against a `--compare` checkout of the code.
 
-The shared machine makes wrk's throughput swing by 2x between rounds; the fastest of many
+The shared machine makes wrk's throughput swing widely between rounds; the fastest of many
 timed repeats of the same request (Django test client, production settings, real PostgreSQL
 and Redis) is far steadier. Run under bin/with-test-services:
 
@@ -63,7 +63,7 @@ URLS = [
 ]
 
 
-# Issue 30: the throughput each request keeps of the trivial view's, in CPU per request.
+# The targets: the throughput each request keeps of the trivial view's, in CPU per request.
 TRIVIAL_TARGETS = {"ping-auth": "50%", "limit=15": "33%"}
 
 

@@ -1,5 +1,5 @@
-"""Server time of a coupon search against the coupon list with the same rows (issue 32: "a
-search costs no more than the list with the same rows"), in process, as bench/coupons_list_cpu.py
+"""Server time of a coupon search against the coupon list with the same rows (the goal: a
+search costs no more than the list with the same rows), in process, as bench/coupons_list_cpu.py
 times the list: Django test client, production settings, real PostgreSQL and Redis, the best
 of 15 x 20 requests per process, the median over `--rounds` fresh processes, the requests in
 alternating order. Run under bin/with-test-services:
@@ -14,21 +14,19 @@ that every row meets. The table gives each one's time and its ratio to the list'
 import argparse
 import statistics
 
-from coupons_list import CPU_PER_REQUEST, REPO, bench_environment, run_timing_in, seed
+from coupons_list import (
+    CPU_PER_REQUEST,
+    REPO,
+    REQUEST_CALLS,
+    bench_environment,
+    run_timing_in,
+    seed,
+)
 
 TIMING = """
-import json, sys, timeit
-import django
-django.setup()
-from django.test import Client
-client = Client(HTTP_HOST="127.0.0.1")
-auth = {"HTTP_AUTHORIZATION": "Bearer " + sys.argv[1]}
+import timeit
 for label, url, body in REQUESTS:
-    if body is None:
-        call = lambda: client.get(url, **auth)
-    else:
-        data = json.dumps(body)
-        call = lambda: client.post(url, data, content_type="application/json", **auth)
+    call = call_of(url, body)
     first = call()
     assert first.status_code == 200, first.content
     if CPU:
@@ -68,7 +66,7 @@ def main() -> None:
     for round_number in range(args.rounds):
         ordered = requests if round_number % 2 == 0 else list(reversed(requests))
         script = f"REQUESTS = {ordered!r}\nCPU = {args.cpu}\n"
-        runs.append(run_timing_in(REPO, script + CPU_PER_REQUEST + TIMING, key))
+        runs.append(run_timing_in(REPO, script + REQUEST_CALLS + CPU_PER_REQUEST + TIMING, key))
     measure = "CPU time (Django + PostgreSQL backend)" if args.cpu else "wall time"
     print(
         f"{args.coupons} coupons; {measure}, median over {args.rounds} rounds of best-of-15 x 20\n"

@@ -6,31 +6,22 @@ code too, on the same database, in the same run. Run under bin/with-test-service
 
     bin/with-test-services .venv/bin/python bench/coupons_search_like.py --compare DIR
 
-`like-50` is the search of the issue that measured it: 50 patterns, each with `_` and `%`
-(what the regex served). `like-50-at-bounds`: 50 patterns at the search's bounds (100
-characters, 10 `%` each), the most a search may ask of LIKE. The list and each search are timed
-best of `--repeat` requests, in a fresh process per checkout and round.
+`like-50`: 50 patterns, each with both wildcards (`_` and `%`). `like-50-at-bounds`: 50
+patterns at the search's bounds (100 characters, 10 `%` each), the most a search may ask of
+LIKE. The list and each search are timed best of `--repeat` requests, in a fresh process per
+checkout and round.
 """
 
 import argparse
 import statistics
 from pathlib import Path
 
-from coupons_list import REPO, bench_environment, run_timing_in, seed
+from coupons_list import REPO, REQUEST_CALLS, bench_environment, run_timing_in, seed
 
 TIMING = """
-import json, sys, time
-import django
-django.setup()
-from django.test import Client
-client = Client(HTTP_HOST="127.0.0.1")
-auth = {"HTTP_AUTHORIZATION": "Bearer " + sys.argv[1]}
+import time
 for label, url, body in REQUESTS:
-    if body is None:
-        call = lambda: client.get(url, **auth)
-    else:
-        data = json.dumps(body)
-        call = lambda: client.post(url, data, content_type="application/json", **auth)
+    call = call_of(url, body)
     best = None
     for _ in range(REPEAT):
         started = time.perf_counter()
@@ -77,7 +68,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, repo in checkouts.items():
             script = f"REQUESTS = {REQUESTS!r}\nREPEAT = {args.repeat}\n"
-            runs[name].append(run_timing_in(repo, script + TIMING, key))
+            runs[name].append(run_timing_in(repo, script + REQUEST_CALLS + TIMING, key))
     print(
         f"{args.coupons} coupons; wall time, median over {args.rounds} rounds of the best of "
         f"{args.repeat} requests\n"

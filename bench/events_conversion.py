@@ -1,4 +1,4 @@
-"""Converting a populated journal to day partitions (issue 33 §1): the real migrations
+"""Converting a populated journal to day partitions: the real migrations
 (webhooks 0012, events 0003, webhooks 0013) run on 1,000,000 events with their deliveries and
 attempts while a writer records events and a reader pages a store's journal, and the bench
 reports how long each table was locked and what the writer and the reader waited.

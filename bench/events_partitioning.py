@@ -1,7 +1,7 @@
-"""Events partitioned by day (issue 33 §1), measured before it is built: what converting a
-populated journal costs in lock time, and what one day of retention costs as today's batched
-delete against dropping that day's partition. docs/decisions/events.md "Partitioned by day
-(plan)" rests on these figures; docs/benchmarks/events.md records them.
+"""Events partitioned by day, measured on tables of its own: what converting a populated
+journal costs in lock time, and what one day of retention costs as a batched delete against
+dropping that day's partition. docs/decisions/events.md "Partitioned by day" rests on these
+figures; docs/benchmarks/events.md records them.
 
 Run against a throwaway PostgreSQL:
 

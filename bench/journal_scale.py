@@ -1,4 +1,4 @@
-"""The journal at scale (issue 33 §3): page time, daily retention and record rate at 10,000,000
+"""The journal at scale: page time, daily retention and record rate at 10,000,000
 events over 30 days across 1,000 stores, each event with one succeeded webhook delivery and its
 attempt (a channel per store), as production keeps them.
 

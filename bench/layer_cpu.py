@@ -1,9 +1,9 @@
 """Server time of the shared API layer, in process, for this checkout and a `--compare` one.
 
 The layer every endpoint pays for (key authentication, throttle, store permission) is
-`/bench/ping-auth`; `/bench/ping` is the trivial view it is reported against (issue 30: ping-auth
-at >= 50% of the trivial view's throughput, i.e. ping time / ping-auth time >= 0.50; issue 14's
-target was 30%). The timed requests follow two untimed ones, so the credential's identity is
+`/bench/ping-auth`; `/bench/ping` is the trivial view it is reported against (the target:
+ping-auth at >= 50% of the trivial view's throughput, i.e. ping time / ping-auth time >= 0.50).
+The timed requests follow two untimed ones, so the credential's identity is
 kept and current (accounts/identity.py): the steady state.
 The event poll and the deliveries list show the effect on real endpoints. Run under
 bin/with-test-services (see docs/benchmarks/layer.md):

@@ -1,5 +1,5 @@
 """CPU of one step of every API request, in process, against its alternative in the same run
-(docs/benchmarks/layer.md, issue 30 "perf"): the rate limit's Redis round trip
+(docs/benchmarks/layer.md): the rate limit's Redis round trip
 (`core.api.ratelimit.rate_limit_consume` with two epoch keys, as a store request with a kept
 identity makes it) with redis-py's hiredis reply parser and command packer, and with its
 pure-Python ones (hiredis hidden from the process). Also DRF's content negotiation of a request

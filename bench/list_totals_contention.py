@@ -1,4 +1,4 @@
-"""What the maintained list totals cost writers (issue 14, target 5): coupon creations per
+"""What the maintained list totals cost writers: coupon creations per
 second through `coupon_create` (its transaction: the live-code check, the INSERT, the event),
 with the counter triggers on and off, from N threads writing into one store (every write
 takes the same counter row lock until its commit) and into one store each (no shared lock:

@@ -278,8 +278,8 @@ def gunicorn_settings(checkout: Path, env: dict) -> str:
 
 def servers_of(checkout: Path, port: int, workdir: Path, args) -> dict[str, list[str]]:
     """The web (the documented command; WEB_CONCURRENCY sets its workers), a worker and beat as
-    docs/production.md runs them; the worker consumes every queue, so whatever queue a
-    checkout sends a task to is served."""
+    docs/production.md "The processes" runs them; the worker consumes every queue, so whatever
+    queue a checkout sends a task to is served."""
     bin_dir = venv_bin(checkout)
     return {
         "gunicorn": [str(bin_dir / "gunicorn"), "config.wsgi", "-c", "config/gunicorn.conf.py",

@@ -13,7 +13,7 @@ def receiver_main(port_queue, log_path):
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # else a 40 ms delayed-ACK stall per reply
+        disable_nagle_algorithm = True  # else a delayed-ACK stall per reply
 
         def log_message(self, *args):
             pass

@@ -30,7 +30,7 @@ from webhook_receiver import arrivals, receiver_main  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 os.environ.setdefault("DEBUG", "0")
-# The receiver is a local server: the dev settings no longer allow it unless told to.
+# The receiver is a local server: the dev settings allow it only when told to.
 os.environ.setdefault("WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", "true")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 

@@ -14,7 +14,8 @@ app.autodiscover_tasks()
 
 # A task whose database connection was ended under it (a restart, a failover, a terminated
 # session) runs again on a new one, not failed: the postrun handler below drops the broken
-# connection (docs/decisions/hardening.md "13."). Declared by the tasks that use the database.
+# connection (docs/decisions/hardening.md "A PostgreSQL restart costs no read and no task").
+# Declared by the tasks that use the database.
 DATABASE_RETRY = {
     "autoretry_for": (OperationalError, InterfaceError),
     "max_retries": 5,
@@ -57,8 +58,8 @@ def _logging_from_django_settings(**kwargs):
 @worker_init.connect
 def _webhooks_workers_enforce_time_limits(sender, **kwargs):
     """A webhooks worker must kill a send at its hard time limit, a margin before its leases run
-    out (docs/design.md "Webhooks"): not on a pool without hard limits (all but prefork), nor
-    on timings the checks tagged `webhooks` refuse."""
+    out (docs/decisions/webhooks.md "Leases and the hard time limit"): not on a pool without
+    hard limits (all but prefork), nor on timings the checks tagged `webhooks` refuse."""
     from celery.concurrency import get_implementation
     from celery.concurrency.prefork import TaskPool
     from django.conf import settings

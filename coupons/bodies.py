@@ -1,4 +1,4 @@
-"""The bodies of the coupon search and batch endpoints (issue 32): read into what the services
+"""The bodies of the coupon search and batch endpoints: read into what the services
 take, or a 422 whose `errors` name the resource and its field (`resources.<i>.<field>` of a
 list, `resources.<id>.<field>` of an update), as the single writes name the field alone.
 

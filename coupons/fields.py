@@ -201,8 +201,8 @@ class ProductIdsField(serializers.ListField):
 
 
 class CodeField(StrictCharField):
-    """Its pattern states the length too, so a code over 64 characters broke both validators
-    with the same rule: one message per rule (issue 23). max_length stays for the schema."""
+    """Its pattern states the length too, so a code over CODE_MAX_LENGTH characters would break
+    both validators with the same rule: one message per rule. max_length stays for the schema."""
 
     def run_validators(self, value):
         try:

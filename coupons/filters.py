@@ -74,8 +74,8 @@ class CouponListFilter(django_filters.FilterSet):
         form = LengthFirstForm
 
     # Without either parameter there is nothing to check, and the form (django-filter builds
-    # its class per request) is not built: a large share of the list's own time
-    # (docs/benchmarks/coupons.md, "Fast paths").
+    # its class per request) is not built: work the common list, without either, never needs
+    # (docs/benchmarks/coupons.md).
     def is_valid(self) -> bool:
         return not self._asked() or super().is_valid()
 

@@ -15,8 +15,8 @@ PERCENTAGE_MAX_DISCOUNT = 100
 PERCENTAGE_DISCOUNT_RULE = (
     f"must be between 1 and {PERCENTAGE_MAX_DISCOUNT} for a PERCENTAGE coupon"
 )
-# Money and discounts: numeric(12,2), dollars with cents (docs/decisions/coupons.md "The whole
-# coupon (issue 32)").
+# Money and discounts: numeric(12,2), dollars with cents (docs/decisions/coupons.md "Amounts:
+# numeric(12,2), rendered as quoted strings on v1 and v2").
 MONEY_DIGITS, MONEY_PLACES = 12, 2
 MONEY_MAX = Decimal("9999999999.99")
 SUBSCRIPTION_PAYMENTS_MAX = 36
@@ -49,7 +49,7 @@ class Coupon(models.Model):
     (AMOUNT); `minimum_amount` and `maximum_discount_amount` (the cap of a PERCENTAGE coupon)
     are dollars, all with cents. `products` and `product_variants` are ids the store's
     catalogue gives them, kept as references: the service has no catalogue
-    (docs/decisions/coupons.md "The whole coupon (issue 32)").
+    (docs/decisions/coupons.md "Products and variants are references").
     """
 
     TYPE_PERCENTAGE = "PERCENTAGE"
@@ -142,6 +142,33 @@ class Coupon(models.Model):
         return self.code
 
 
+# The coupon's fields as its representation names them, in the spec's order ("Coupon (v1)"):
+# the keys of a response (coupons/serializers.py), the columns of a listed coupon
+# (coupons/selectors.py) and, but for the lists of references, the fields a search may name
+# (coupons/search.py). `times_used` is not in the API.
+COUPON_API_FIELDS = (
+    "id",
+    "code",
+    "type",
+    "discount",
+    "limit",
+    "store_wide",
+    "minimum_amount",
+    "expires_at",
+    "maximum_discount_amount",
+    "applies_to",
+    "subscription_payments",
+    "products",
+    "product_variants",
+    "created_at",
+    "updated_at",
+    "store_id",
+    "deleted_at",
+)
+# The ids the store's catalogue gives, kept as lists of references.
+COUPON_REFERENCE_FIELDS = ("products", "product_variants")
+
+
 class CouponTotal(models.Model):
     """A store's live and deleted coupon counts, the totals of its coupon listings.
 
@@ -201,7 +228,8 @@ def coupon_rule_errors(state: dict) -> dict[str, list[str]]:
     """The rules that tie fields together (docs/design.md "Coupons (v1)"), on a whole coupon's
     `TIED_FIELDS`: checked by the serializer on the merged request and by the service again
     under the row lock. None ties `store_wide` to `products`: a coupon that is not store-wide
-    may have no products yet, and then applies to none (docs/decisions/coupons.md)."""
+    may have no products yet, and then applies to none (docs/decisions/coupons.md "A coupon that
+    is not store-wide may start with no products")."""
     errors: dict[str, list[str]] = {}
     percentage = state["type"] == Coupon.TYPE_PERCENTAGE
     subscriptions = state["applies_to"] == Coupon.APPLIES_TO_SUBSCRIPTIONS

@@ -32,7 +32,7 @@ from django.db.models import (
 )
 
 from core.api.errors import ValidationFailed
-from coupons.models import Coupon
+from coupons.models import COUPON_API_FIELDS, COUPON_REFERENCE_FIELDS, Coupon
 from coupons.search_fields import MAX_TEXT, Refused, SearchField, search_field, text_value
 
 MAX_FILTERS = 50
@@ -261,28 +261,13 @@ def _ordering(sort: Any, *, fields: Mapping[str, SearchField], tiebreak: str) ->
     return tuple(ordering)
 
 
-# The coupon's own fields, as its representation names them (spec "Coupon (v1)", issue 32); the
-# search term looks in the code. `products` and `product_variants` are lists of references,
-# which no comparison of these operators reads as one value: not searchable.
+# The coupon's own fields, as its representation names them; the search term looks in the
+# code. `products` and `product_variants` are lists of references, which no comparison of these
+# operators reads as one value: not searchable.
 COUPON_FIELDS = {
     name: search_field(Coupon, name)
-    for name in (
-        "id",
-        "code",
-        "type",
-        "discount",
-        "limit",
-        "store_wide",
-        "minimum_amount",
-        "expires_at",
-        "maximum_discount_amount",
-        "applies_to",
-        "subscription_payments",
-        "created_at",
-        "updated_at",
-        "store_id",
-        "deleted_at",
-    )
+    for name in COUPON_API_FIELDS
+    if name not in COUPON_REFERENCE_FIELDS
 }
 COUPON_SEARCHED_BY = ("code",)
 

@@ -7,7 +7,7 @@ from django.db.models.functions import Cast
 
 from core.api.errors import NotFound, ValidationFailed
 from core.api.pagination import counted_by
-from coupons.models import Coupon, CouponQuerySet, CouponTotal
+from coupons.models import COUPON_API_FIELDS, Coupon, CouponQuerySet, CouponTotal
 from coupons.search import Search
 from stores.models import Store
 
@@ -17,8 +17,8 @@ TRASHED_WITHOUT, TRASHED_WITH, TRASHED_ONLY = "without", "with", "only"
 class UtcTimestamp(Func):
     """A timestamp as the API renders it, rendered by PostgreSQL: ISO 8601 in UTC with `Z`,
     microseconds only when there are any (what DRF's DateTimeField and `utc_timestamp` give).
-    Loading a timestamp into Python (Django's loader is Python code) and formatting it there
-    cost about 3.5 µs each, three per coupon: a fifth of a page of 100 (issue 30)."""
+    Loading each timestamp into Python (Django's loader is Python code) and formatting it there
+    is per-row work a page repeats three times a coupon (docs/benchmarks/coupons.md)."""
 
     template = (
         "replace(to_char(%(expressions)s AT TIME ZONE 'UTC', "
@@ -27,33 +27,27 @@ class UtcTimestamp(Func):
     output_field = CharField()
 
 
-# A listed coupon is a dict (`values()`, no model instance: those were about 6% of a page of
-# 100, issue 14) of its API fields, the timestamps under these keys already rendered;
-# CouponSerializer reads it. `times_used` is not in the API.
-LISTED_FIELDS = (
-    "id",
-    "code",
-    "type",
-    "limit",
-    "store_wide",
-    "applies_to",
-    "subscription_payments",
-    "products",
-    "product_variants",
-    "store_id",
-)
+# The timestamps, rendered by PostgreSQL (`UtcTimestamp`) under these keys.
 LISTED_TIMESTAMPS = {
     name: f"{name}_rendered" for name in ("expires_at", "created_at", "updated_at", "deleted_at")
 }
-# The amounts as their quoted strings (issue 32): numeric(12,2) cast to text is "25.00", what
+# The amounts as their quoted strings: numeric(12,2) cast to text is "25.00", what
 # `coupons.serializers.amount` makes of a Decimal, without loading a Decimal per amount.
 LISTED_AMOUNTS = {
     name: f"{name}_rendered" for name in ("discount", "minimum_amount", "maximum_discount_amount")
 }
+# A listed coupon is a dict of its API fields (`values()`: building a model instance per row
+# is work a page never uses), the timestamps and amounts under the keys above already rendered
+# by PostgreSQL; CouponSerializer reads it.
+LISTED_FIELDS = tuple(
+    name
+    for name in COUPON_API_FIELDS
+    if name not in LISTED_TIMESTAMPS and name not in LISTED_AMOUNTS
+)
 # Each listing's total: the store's CouponTotal row (no row: no coupons), as SQL. The same
-# scalar subquery as an ORM Subquery cost 0.2 ms per list request to build and resolve, a
-# quarter of the list's own time (docs/benchmarks/coupons.md, issue 30); only constants are
-# interpolated, the store is a parameter.
+# scalar subquery as an ORM Subquery is built and resolved anew on every request, a large
+# share of a list's own time (docs/benchmarks/coupons.md); only constants are interpolated, the
+# store is a parameter.
 LISTING_TOTAL_SQL = {
     trashed: f"COALESCE((SELECT {total} FROM {CouponTotal._meta.db_table} "  # noqa: S608
     "WHERE store_id = %s), 0)"
@@ -67,7 +61,7 @@ LISTING_TOTAL_SQL = {
 
 # Every coupon as listed, oldest first (id order, so walking pages is stable while coupons are
 # added): CouponViewSet's queryset. Built once: its columns and their rendering are the same
-# for every request, and building them was 0.2 ms of each (issue 30).
+# for every request, so no request pays for building them.
 LISTED_COUPONS = Coupon.objects.order_by("id").values(
     *LISTED_FIELDS,
     **{key: UtcTimestamp(name) for name, key in LISTED_TIMESTAMPS.items()},
@@ -115,9 +109,9 @@ def coupon_search(
 def _rows_counted(coupons: CouponQuerySet) -> RawSQL:
     """The number of `coupons`, as a scalar subquery of their own compiled statement. The same
     count as an ORM subquery (core/api/pagination.py `CountOf`, which the paginator uses when
-    a list has no total) is resolved into the outer query by relabelling every alias: that was
-    a third of a search's own time, and the reason a search cost 1.23x the list with the same
-    rows (docs/benchmarks/coupons.md, issue 32). Django compiles the SQL and keeps the values
+    a list has no total) is resolved into the outer query by relabelling every alias, which
+    made a search cost clearly more than the list with the same rows
+    (docs/benchmarks/coupons.md). Django compiles the SQL and keeps the values
     as parameters. A condition Django finds can match no row (`limit = -1` on a positive
     column) compiles to no statement: then nothing is counted."""
     try:

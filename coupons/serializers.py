@@ -39,6 +39,7 @@ from coupons.fields import (
     type_field,
 )
 from coupons.models import (
+    COUPON_API_FIELDS,
     COUPON_DEFAULTS,
     PERCENTAGE_MAX_DISCOUNT,
     SUBSCRIPTION_PAYMENTS_MAX,
@@ -103,26 +104,8 @@ COUPON_UPDATED_EXAMPLE = {
 }
 
 
-# The coupon's fields in the spec's order ("Coupon (v1)"), then issue 32's: the response's keys.
-RESPONSE_FIELDS = (
-    "id",
-    "code",
-    "type",
-    "discount",
-    "limit",
-    "store_wide",
-    "minimum_amount",
-    "expires_at",
-    "maximum_discount_amount",
-    "applies_to",
-    "subscription_payments",
-    "products",
-    "product_variants",
-    "created_at",
-    "updated_at",
-    "store_id",
-    "deleted_at",
-)
+# The response's keys: the coupon's API fields (coupons/models.py).
+RESPONSE_FIELDS = COUPON_API_FIELDS
 
 
 # The item of the paginated list (GET /api/v1/coupons builds its page example from it).

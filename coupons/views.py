@@ -1,4 +1,4 @@
-"""Coupon endpoints (spec "Coupons (v1)", issue 32): v1 for API keys with bare single coupons,
+"""Coupon endpoints (spec "Coupons (v1)"): v1 for API keys with bare single coupons,
 v2 for API keys and OAuth tokens (X-STORE) with `{"data": coupon}`; both scoped to the resolved
 store. Their schema is coupons/schema.py."""
 

@@ -1,5 +1,6 @@
 """Journal cursors: opaque, bound to the store and the exact filter set (docs/decisions/events.md
-"Cursors", docs/decisions/hardening.md "7." and "8 (event cursors).").
+"Cursors", docs/decisions/hardening.md "Opaque event cursors" and "SECRET_KEY rotation keeps
+cursors").
 
 A cursor carries the position up to which the client has seen every matching event (the last
 event served, or `(txid, "")` when the page scanned through), the store's prune mark when it was

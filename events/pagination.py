@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from core.api.pagination import object_schema, parse_int_param, query_parameter
+from core.api.pagination import limit_parameter, object_schema, parse_int_param, query_parameter
 from events.cursors import CURSOR_MAX_LENGTH, cursor_decode, cursor_encode
 from events.selectors import journal_page
 
@@ -90,17 +90,7 @@ class JournalPagination(BasePagination):
                 "event. Bound to the store and the exact filter set (400 if altered, 409 if "
                 "reused elsewhere, 410 if retention deleted events after it).",
             ),
-            query_parameter(
-                "limit",
-                {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": self.max_limit,
-                    "default": self.default_limit,
-                },
-                f"Events per page, 1 to {self.max_limit} (default {self.default_limit}); "
-                "otherwise 422.",
-            ),
+            limit_parameter(self, "Events"),
         ]
 
 

@@ -156,7 +156,8 @@ def partition_drop(partition: Partition, *, now: datetime, marks_raise) -> int:
 
 def partitions_check() -> dict:
     """/status's events_partitions: fails when tomorrow has no partition somewhere (its first
-    event would fail), a week of hourly upkeep runs before that can happen."""
+    event would fail), which the hourly upkeep's EVENTS_PARTITIONS_AHEAD days should never
+    let happen."""
     ahead = partitions_ahead()
     return {"status": "ok" if ahead >= 1 else "missing", "days_ahead": ahead}
 

@@ -4,8 +4,8 @@
 that never wraps, kept as bigint). The journal is ordered by (txid, id) and serves only rows
 whose txid is below the horizon `pg_snapshot_xmin(pg_current_snapshot())`: every transaction
 below it has finished, and every transaction still running or yet to start will get a txid at
-or above it, so nothing can ever appear behind a position a poller has already passed. See
-docs/decisions/events.md.
+or above it, so nothing can ever appear behind a position a poller has already passed
+(docs/decisions/events.md "Journal position: the transaction-id horizon").
 """
 
 from django.db import DEFAULT_DB_ALIAS, connections, models

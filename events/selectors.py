@@ -101,8 +101,8 @@ def _next_position(
     """How far the client has now seen the journal under its filters: at least the last event
     served, and `(txid, "")` of the first row not served (the (limit+1)-th, else the horizon):
     no matching event with a lower txid is left. This keeps a filtered cursor from expiring
-    when retention deletes OTHER events of the store (docs/decisions/events.md
-    "Scanned-through positions")."""
+    when retention deletes OTHER events of the store (docs/decisions/events.md "Retention and
+    410", its scanned-through positions)."""
     candidates = [position] if position is not None else []
     if page:
         candidates.append(JournalPosition(txid=page[-1].txid, event_id=page[-1].id))

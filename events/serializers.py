@@ -54,8 +54,8 @@ def event_resource(event: Event) -> dict:
 @functools.cache
 def _event_serializer() -> EventSerializer:
     """One serializer for every delivery body: its fields are built once. Building them anew
-    (ModelSerializer.get_fields, deep copies of the declared fields) was 0.5 ms of each
-    delivery's 3-4 ms in a drain (docs/benchmarks/webhooks.md). to_representation keeps no state
+    (ModelSerializer.get_fields, deep copies of the declared fields) is a sizeable share of each
+    delivery's own time in a drain (docs/benchmarks/webhooks.md). to_representation keeps no state
     between calls, so threads may share it."""
     return EventSerializer()
 

@@ -49,14 +49,18 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
     return event
 
 
-def partitions_upkeep(*, now=None) -> dict:
+def partitions_upkeep(
+    *, now=None, batch_size: int | None = None, on_batch: Callable[[int], object] | None = None
+) -> dict:
     """The hourly upkeep of the journal's days: the partitions from today to
-    EVENTS_PARTITIONS_AHEAD days ahead exist, and the days past retention are gone."""
+    EVENTS_PARTITIONS_AHEAD days ahead exist, and the days past retention are gone
+    (`events_prune`, to which `batch_size` and `on_batch` go)."""
     today = (now or timezone.now()).date()
     created = partitions.partitions_ensure(
         today, today + timedelta(days=settings.EVENTS_PARTITIONS_AHEAD)
     )
-    return {"created": created, "pruned": events_prune(now=now)}
+    pruned = events_prune(now=now, batch_size=batch_size, on_batch=on_batch)
+    return {"created": created, "pruned": pruned}
 
 
 def events_prune(
@@ -66,10 +70,10 @@ def events_prune(
 
     Whole days go: each day partition whose every event is past the window is dropped with the
     deliveries and attempts of its day, raising the stores' prune marks in the same
-    transaction (events/partitions.py), so an event is kept between 30 and 31 days. Rows of
-    the legacy partition (the journal as it was before it was partitioned) are deleted in short
-    batches, as before, until that partition's whole range is past the window and it is
-    dropped too. The prune marks are what make older cursors answer 410.
+    transaction (events/partitions.py), so an event is kept between EVENTS_RETENTION_DAYS and
+    a day more. Rows of the legacy partition (the journal as it was before it was partitioned)
+    are deleted in short batches until that partition's whole range is past the window and it
+    is dropped too. The prune marks are what make older cursors answer 410.
     """
     now = now or timezone.now()
     removed = 0

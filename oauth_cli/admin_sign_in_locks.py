@@ -1,6 +1,7 @@
 """The user admin's "Clear sign-in locks" action: how staff let an owner back in while strangers
-keep failing at her username (docs/decisions/hardening.md "Hardening III"). Added here, above
-accounts, because the lock keys are the sign-in limits' (oauth_cli/login_limits.py)."""
+keep failing at her username (docs/decisions/hardening.md "Hardening III: sign-in recovery").
+Added here, above accounts, because the lock keys are the sign-in limits'
+(oauth_cli/login_limits.py)."""
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model

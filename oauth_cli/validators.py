@@ -136,7 +136,7 @@ class CliOAuth2Validator(OAuth2Validator):
         token (DOT's sliding expiry), its user (active) and its family (live). True only when
         every rule of the slow path above would accept it, with the same request attributes;
         anything else returns False and the slow path decides, with its side effects.
-        Measured: 4 queries -> 1 (docs/benchmarks/oauth.md)."""
+        One query where the slow path makes several (docs/benchmarks/oauth.md)."""
         family_live = TokenFamily.objects.filter(
             pk=OuterRef("token_family"), revoked_at__isnull=True, expires_at__gt=timezone.now()
         )

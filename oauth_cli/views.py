@@ -54,7 +54,8 @@ AUTHORIZATION_REQUEST_FIELDS = (
 
 
 def rate_limited_response(request, endpoint: str):
-    """Per client address budget on the protocol endpoints (docs/design.md); None when within it."""
+    """Per client address budget on the protocol endpoints (docs/design.md "Limits and rate
+    limits"); None when within it."""
     return address_rate_limited(request, f"oauth:{endpoint}", settings.OAUTH_RATE_LIMIT_PER_MINUTE)
 
 
@@ -183,7 +184,8 @@ class CliAuthorizationView(OAuthMethodNotAllowedMixin, AuthorizationView):
         return response
 
     def redirect(self, redirect_to, application):
-        """DOT's redirects (code, access_denied): 303 after the consent form (docs/design.md)."""
+        """DOT's redirects (code, access_denied): 303 after the consent form (docs/design.md
+        "OAuth")."""
         response = super().redirect(redirect_to, application)
         response.status_code = 303
         response["Referrer-Policy"] = "no-referrer"

@@ -1,5 +1,5 @@
 """The events orders/services.py records, as /api/v2/webhook-event-types describes them: the JSON
-Schema (2020-12) of each one's `data`, and an example (issue 31 §4). Registered by
+Schema (2020-12) of each one's `data`, and an example. Registered by
 OrdersConfig.ready; tests/webhooks/test_event_type_schemas.py records each through its emitter
 and validates the stored `data` against this schema."""
 

@@ -64,7 +64,8 @@ def _memoized(credential: Credential, key: tuple, read) -> StoreContext | None:
 
 
 def resolve_store_context(request) -> StoreContext:
-    """The store a request acts on; cached on the request. Raises 400/403 per docs/design.md."""
+    """The store a request acts on; cached on the request. Raises 400/403 per docs/design.md
+    "X-STORE"."""
     cached = getattr(request, "_store_context", None)
     if cached is not None:
         return cached

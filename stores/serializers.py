@@ -81,8 +81,8 @@ NAME_RULE = "may not be blank or contain NUL characters"
 
 def validate_store_name(name: str) -> None:
     """Not blank (a non-space character) and no NUL (PostgreSQL text cannot hold it), checked
-    directly: the regular expression that said it backtracked in time quadratic in the length
-    (Hardening IV point 1). `isspace` and a pattern's `\\s` are the same Unicode whitespace."""
+    directly: a regular expression that says it backtracks in time quadratic in the length.
+    `isspace` and a pattern's `\\s` are the same Unicode whitespace."""
     if "\x00" in name or name.isspace():
         raise serializers.ValidationError(NAME_RULE)
 

@@ -15,7 +15,8 @@ from config.settings.env import BASE_DIR, VAR_DIR, env
 INSECURE_DEFAULT_SECRET_KEY = "insecure-storefront-development-key-change-me"
 SECRET_KEY = env.str("SECRET_KEY", default=INSECURE_DEFAULT_SECRET_KEY)
 # Previous keys, comma-separated, while SECRET_KEY is rotated: what they signed (sessions,
-# known-browser cookies, event cursors) stays valid until they are removed (docs/production.md).
+# known-browser cookies, event cursors) stays valid until they are removed (docs/production.md
+# "Rotating SECRET_KEY").
 SECRET_KEY_FALLBACKS = [key for key in env.list("SECRET_KEY_FALLBACKS", default=[]) if key]
 DEBUG = env.bool("DEBUG", default=False)
 BASE_URL = env.str("BASE_URL", default="http://127.0.0.1:8000").rstrip("/")

@@ -2,7 +2,8 @@
 
 Counters are shared between processes through prometheus_client's multiprocess mode: every
 web, worker and beat process of a machine writes its values to files in
-PROMETHEUS_MULTIPROC_DIR, and /metrics adds them up (docs/metrics.md).
+PROMETHEUS_MULTIPROC_DIR, and /metrics adds them up (docs/metrics.md "Processes (multiprocess
+mode)").
 """
 
 import ipaddress

@@ -85,7 +85,8 @@ if not REDIS_URL:
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
 # Load balancers probe over plain HTTP and do not follow redirects; Prometheus scrapes each
 # instance directly (gunicorn speaks no TLS). /metrics answers only its allow-list or token and
-# redirects anyone else like any path (core/operations/metrics/views.py; docs/production.md).
+# redirects anyone else like any path (core/operations/metrics/views.py; docs/production.md
+# "Metrics").
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^status$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.count("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)

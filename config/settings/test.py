@@ -11,8 +11,8 @@ if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
 
 # Per pytest-xdist worker gwN (gw0 without xdist; set again in each worker, which inherits the
 # main process's environment), inherited by the processes its tests start: the cache and the
-# broker in Redis databases of their own (2N+1, 2N+2: docs/decisions/suite.md), and a metrics
-# directory (base.py's default is the repository's var/).
+# broker in Redis databases of their own (2N+1, 2N+2: docs/decisions/suite.md "Running in
+# parallel"), and a metrics directory (base.py's default is the repository's var/).
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
 if os.environ.get("STOREFRONT_TEST_WORKER") != _worker:
     _n, _redis = int(_worker[2:]), os.environ["REDIS_URL"].rsplit("/", 1)[0]
@@ -52,7 +52,8 @@ CELERY_BEAT_SCHEDULE = {
     **worker_heartbeat_schedule(WORKER_HEARTBEAT_SECONDS),
 }
 # Today and tomorrow, not production's week ahead: every test's flush truncates each
-# partition, and every journal and delivery query plans them all (docs/decisions/suite.md).
+# partition, and every journal and delivery query plans them all (docs/decisions/suite.md "The
+# journal's days in the suite").
 EVENTS_PARTITIONS_AHEAD = 1
 # Test-only management commands (tests/harness: flush retried when it loses a deadlock to a
 # running Celery worker), from a checkout: the wheel's packaging test uses these settings

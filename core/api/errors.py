@@ -177,7 +177,7 @@ class CursorExpired(ApiError):
 class RateLimited(ApiError):
     """429 with Retry-After. `credential_budget` says the per-credential request budget refused
     the request; only then does the 429 carry X-RateLimit-* (they describe that budget, and
-    would say "118 left" on a 429 of another limit, such as one new store per 60 s)."""
+    would count what is left of it on a 429 of another limit, such as store creation's)."""
 
     code = "rate_limit_exceeded"
 
@@ -291,23 +291,20 @@ def _rollback_open_transactions() -> None:
             connection.set_rollback(True)
 
 
-def _statement_timed_out() -> ServiceUnavailable:
-    """PostgreSQL stopped a statement past the request's timeout
-    (core/database/connections.py): the database is busier than a request may wait for, so the
-    client waits about as long and retries. A transaction still open around the view is
-    aborted: it is rolled back, never committed, and the connection serves the next request."""
-    _rollback_open_transactions()
-    message = "A database statement of this request ran past its time limit; retry later."
-    return ServiceUnavailable(settings.DATABASE_STATEMENT_TIMEOUT_SECONDS, message)
-
-
-def _transaction_ended_for_another() -> ServiceUnavailable:
-    """PostgreSQL ended the request's transaction so that a concurrent one could go on (a
-    deadlock, a serialization failure): nothing of it was saved, and the same request sent again
-    goes through (an Idempotency-Key keeps a retried write single)."""
-    _rollback_open_transactions()
-    message = "A concurrent change held what this request needed; nothing was saved. Retry."
-    return ServiceUnavailable(1, message)
+def database_refusal(exc: BaseException) -> ServiceUnavailable | None:
+    """The 503 for a request PostgreSQL refused, or None for any other error. A statement
+    stopped past the request's timeout (core/database/connections.py): the database is busier
+    than a request may wait for, so the client waits about as long and retries. A transaction
+    ended so that a concurrent one could go on (a deadlock, a serialization failure): nothing of
+    it was saved, and the same request sent again goes through (an Idempotency-Key keeps a
+    retried write single)."""
+    if statement_timed_out(exc):
+        message = "A database statement of this request ran past its time limit; retry later."
+        return ServiceUnavailable(settings.DATABASE_STATEMENT_TIMEOUT_SECONDS, message)
+    if transaction_ended_for_another(exc):
+        message = "A concurrent change held what this request needed; nothing was saved. Retry."
+        return ServiceUnavailable(1, message)
+    return None
 
 
 def api_error_response(error: ApiError, request) -> Response:
@@ -326,10 +323,11 @@ def api_exception_handler(exc, context):
         exc = Forbidden()
     elif isinstance(exc, drf_exceptions.APIException):
         exc = _from_drf(exc)
-    elif statement_timed_out(exc):
-        exc = _statement_timed_out()
-    elif transaction_ended_for_another(exc):
-        exc = _transaction_ended_for_another()
+    elif (refusal := database_refusal(exc)) is not None:
+        # A transaction still open around the view is aborted: rolled back, never committed,
+        # and the connection serves the next request.
+        _rollback_open_transactions()
+        exc = refusal
     if not isinstance(exc, ApiError):
         unexpected, exc = exc, ApiError()
     response = api_error_response(exc, request)

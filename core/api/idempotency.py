@@ -5,7 +5,8 @@ A key is scoped to (user, operation); a record holds the request only as a diges
 path, store and body, and the response to replay unless it is a 5xx or a 429 (nothing ran, so
 a retry must be able to). Values an action declares `withheld` are stored as their SHA-256 and
 shown again only while the request or the database can give them back
-(docs/decisions/hardening.md, Hardening IV 3 and 4).
+(docs/decisions/hardening.md "A signing secret shown once is shown again only to its
+credential").
 """
 
 import functools

@@ -1,5 +1,4 @@
 import logging
-import math
 import re
 import secrets
 import time
@@ -53,7 +52,7 @@ class RequestBodyLimitMiddleware(MiddlewareMixin):
     too), an HTML page elsewhere.
 
     A body without Content-Length is chunked (HTTP/1.1). Django's WSGI request reads no body
-    then (it reads CONTENT_LENGTH bytes), so such a body used to reach views empty. When the
+    then (it reads CONTENT_LENGTH bytes), so such a body would reach views empty. When the
     server delimits the input (`wsgi.input_terminated`, as gunicorn does) it is read here, up to
     one byte past the limit, and handed to Django with its real length.
     """
@@ -211,19 +210,17 @@ class DatabaseRefusalMiddleware(MiddlewareMixin):
     envelope or the 503 page), not a 500."""
 
     def process_exception(self, request, exception):
+        from core.api.errors import database_refusal
         from core.api.views import error_response
-        from core.database.connections import statement_timed_out, transaction_ended_for_another
 
-        if statement_timed_out(exception):
-            retry_after = settings.DATABASE_STATEMENT_TIMEOUT_SECONDS
-        elif transaction_ended_for_another(exception):
-            retry_after = 1
-        else:
+        refusal = database_refusal(exception)
+        if refusal is None:
             return None
         response = error_response(
             request,
-            "service_unavailable",
+            refusal.code,
+            refusal.message,
             page_message="The database is busy; nothing was saved. Try again in a moment.",
         )
-        response["Retry-After"] = str(max(1, math.ceil(retry_after)))
+        response["Retry-After"] = str(refusal.retry_after)
         return response

@@ -40,7 +40,7 @@ class CountOf(Subquery):
     """A queryset's row count as a scalar subquery: PostgreSQL counts it once (an InitPlan,
     by an index-only scan where one fits), however many rows the outer query returns.
     `COUNT(*) OVER ()` would read and buffer every row of the list before the first page
-    (0.9 s for 1M deliveries, docs/benchmarks/coupons-growth.md)."""
+    (docs/benchmarks/coupons-growth.md)."""
 
     template = "(SELECT COUNT(*) FROM (%(subquery)s) AS counted)"
     output_field = IntegerField()
@@ -96,6 +96,21 @@ def query_parameter(name: str, schema: dict, description: str) -> dict:
     }
 
 
+def limit_parameter(paginator, items: str) -> dict:
+    """`limit`, as a paginator with `default_limit` and `max_limit` declares it."""
+    return query_parameter(
+        "limit",
+        {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": paginator.max_limit,
+            "default": paginator.default_limit,
+        },
+        f"{items} per page, 1 to {paginator.max_limit} (default {paginator.default_limit}); "
+        "otherwise 422.",
+    )
+
+
 def object_schema(**properties) -> dict:
     """The schema of an object whose every property is required."""
     return {"type": "object", "required": list(properties), "properties": properties}
@@ -132,8 +147,8 @@ class LaravelPagination(BasePagination):
 
         The total comes with the page's rows in one statement, as their `counted_by`
         annotation: a maintained counter where the list has one (O(1)), otherwise a count of
-        the list (one ORM compilation and one round trip fewer than COUNT then SELECT, issue
-        14); only a page past the end reads it on its own. A deep page is read by a deferred
+        the list (one ORM compilation and one round trip fewer than COUNT then SELECT); only a
+        page past the end reads it on its own. A deep page is read by a deferred
         join (`DEFERRED_JOIN_FROM`). The rows are what the queryset yields: model instances,
         or dicts of a `values()` list."""
         self.request = request
@@ -173,8 +188,8 @@ class LaravelPagination(BasePagination):
 
     def _link_around_page(self) -> tuple[str, str]:
         """A link's text before and after its page number. The request's other query
-        parameters are encoded once, in sorted order around `page` (encoding the whole query
-        per link was 9.5% of a list request, issue 14)."""
+        parameters are encoded once, in sorted order around `page`, rather than the whole query
+        again for every link."""
         params = sorted((k, v) for k, v in self.request.query_params.lists() if k != "page")
         before = urlencode([p for p in params if p[0] < "page"], doseq=True)
         after = urlencode([p for p in params if p[0] > "page"], doseq=True)
@@ -262,16 +277,7 @@ class LaravelPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view):
         return [
-            query_parameter(
-                "limit",
-                {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": self.max_limit,
-                    "default": self.default_limit,
-                },
-                "Items per page, 1 to 100 (default 15).",
-            ),
+            limit_parameter(self, "Items"),
             query_parameter(
                 "page",
                 {"type": "integer", "minimum": 1, "default": 1},

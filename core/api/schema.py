@@ -41,7 +41,7 @@ RATE_LIMIT_RESPONSE_HEADERS = [
             response=[429],
             required=False,
             description=f"{description} Sent when the per-credential request budget refused "
-            "the request; absent on other limits (one new store per 60 s).",
+            "the request; absent on other limits (such as store creation's).",
         )
         for name, description in [
             ("X-RateLimit-Limit", "Requests per minute of this credential."),

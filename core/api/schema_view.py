@@ -22,8 +22,8 @@ class SchemaCache:
     """The schema document, built at most once, and each format rendered at most once.
 
     The document depends only on the code and the settings, which change with a deploy, never
-    at run time: nothing is invalidated. Building it costs ~84 ms of CPU (and rendering YAML a
-    good part of that again), which every anonymous GET of /api/schema/ used to pay.
+    at run time: nothing is invalidated. Building it (and rendering YAML) costs far more CPU
+    than a request should, and every anonymous GET of /api/schema/ would pay it again.
     """
 
     def __init__(self):
@@ -61,7 +61,7 @@ schema_cache = SchemaCache()
 
 class CachedSchemaView(SpectacularAPIView):
     """/api/schema/ from `schema_cache`, with an ETag (a revalidation is a 304 without the
-    ~350 KB body). Content negotiation as before: YAML by default, JSON with `Accept` or
+    body). Content negotiation as drf-spectacular's: YAML by default, JSON with `Accept` or
     `?format=json`. `?lang` and `?version` are not served: the API has one version and its
     descriptions are English."""
 

@@ -33,8 +33,9 @@ def require_get(view):
 # The OAuth protocol endpoints answer JSON to programs (RFC 6749 §5.2, RFC 8414); the
 # authorization endpoint is the consent page, for browsers.
 OAUTH_PROTOCOL_URL_NAMES = ("oauth-token", "oauth-revoke", "oauth-metadata")
-# Every OAuth endpoint, the authorization endpoint included: their 413 is the same RFC 6749
-# §5.2 object (Hardening IV point 9), as the authorization endpoint's 405 already was.
+# Every OAuth endpoint, the authorization endpoint included: one shape for one condition, their
+# 413 is the RFC 6749 §5.2 object, as the authorization endpoint's 405 is
+# (docs/decisions/hardening.md "The consent form's 413 is the OAuth error object").
 OAUTH_URL_NAMES = (*OAUTH_PROTOCOL_URL_NAMES, "oauth-authorize")
 
 

@@ -1,5 +1,5 @@
-"""How the app talks to PostgreSQL beyond Django (docs/decisions/hardening.md "13.",
-docs/decisions/identity.md, docs/benchmarks/layer.md).
+"""How the app talks to PostgreSQL beyond Django (docs/decisions/hardening.md "A PostgreSQL
+restart costs no read and no task", docs/decisions/layer.md "Prepared statements").
 
 - A refused new connection (the server restarts) is tried again for up to
   DATABASE_CONNECT_RETRY_SECONDS: nothing was sent yet, so waiting is always safe.
@@ -85,8 +85,8 @@ def _generic_plans_use(cursor) -> None:
     A statement on the partitioned deliveries that names the partition key with a parameter
     (the outcome's `event_occurred_at = $n`) gets custom plans by default: they prune at
     planning time, so PostgreSQL keeps planning it at every execution. The generic plan prunes
-    when the executor starts, from the same parameters, without planning: 7-10% more
-    deliveries a second (docs/benchmarks/webhooks.md "Partitioned by day"). Only statements
+    when the executor starts, from the same parameters, without planning: more deliveries a
+    second (docs/benchmarks/webhooks.md "Partitioned by day"). Only statements
     prepared on the server follow the setting: the ORM's are bound on the client.
     """
     cursor.execute("SET plan_cache_mode = force_generic_plan")

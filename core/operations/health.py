@@ -1,4 +1,5 @@
-"""The checks behind /readyz and /status, each bounded in time (docs/decisions/hardening.md).
+"""The checks behind /readyz and /status, each bounded in time (docs/decisions/health.md
+"Bounded time").
 
 A check returns a small dict with `status` "ok" or the reason it fails; a dependency that does
 not answer raises CheckUnavailable. Causes go to the log, not to the unauthenticated response,

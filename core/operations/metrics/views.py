@@ -1,7 +1,7 @@
 """GET /metrics: the Prometheus text format, for scrapers on the allow-list or with the token.
 
 Anyone else gets the site's ordinary 404, the answer for a path that does not exist, so the
-endpoint cannot be found by probing (docs/decisions/metrics.md "Metrics").
+endpoint cannot be found by probing (docs/decisions/metrics.md "Access").
 """
 
 import hmac
