@@ -73,10 +73,10 @@ def seed(sql, events: int, days: int) -> None:
             now() - ((g::float / {events}) * interval '{days} days'), -{events} + g
             from generate_series({start + 1}, {stop}) g""")
         sql(f"""insert into webhooks_webhookdelivery (id, store_id, event_id, event_type,
-            destination_id, destination_origin, status, attempts, created_at, updated_at)
+            channel_id, destination_origin, status, attempts, created_at, updated_at)
             select gen_random_uuid(), e.store_id, e.id, e.type, d.id, 'https://hooks.example.com',
             'succeeded', 1, e.occurred_at, e.occurred_at
-            from events_event e join webhooks_webhookdestination d on d.store_id = e.store_id
+            from events_event e join webhooks_webhookchannel d on d.store_id = e.store_id
             where e.id > 'evt_' || lpad({start}::text, 26, '0')
               and e.id <= 'evt_' || lpad({stop}::text, 26, '0')""")
         print(f"  seeded {stop:,} events", flush=True)

@@ -90,13 +90,13 @@ subject_type: case when g %% 4 = 0 then 'order' else 'coupon' end; subject_id: (
 data: case when g %% 4 = 0 then '{"total_cents": 1999, "currency": "USD"}'::jsonb else '{}' end
 occurred_at: %(start)s::timestamptz + (g - 1) * %(step)s * interval '1 second'"""
 DELIVERY = f"""id: lpad(to_hex(ev.txid + 10000000000), 32, '0')::uuid; store_id: ev.store_id
-event_id: ev.id; event_occurred_at: ev.occurred_at; event_type: ev.type; destination_id: c.id
+event_id: ev.id; event_occurred_at: ev.occurred_at; event_type: ev.type; channel_id: c.id
 destination_origin: '{ORIGIN}'; status: 'succeeded'; attempts: 1; response_status: 204
 response_body: ''; created_at: ev.occurred_at; updated_at: ev.occurred_at"""
 ATTEMPT = f"""delivery_id: dl.id; delivery_event_occurred_at: dl.created_at; number: 1
 origin: '{ORIGIN}'; started_at: dl.created_at; finished_at: dl.created_at; duration_ms: 40
 response_status: 204; response_body: ''; error: ''"""
-CHANNELS = "webhooks_webhookdestination c on c.store_id = ev.store_id"
+CHANNELS = "webhooks_webhookchannel c on c.store_id = ev.store_id"
 SERIES = "from generate_series(%(lo)s, %(hi)s) g"
 
 

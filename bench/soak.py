@@ -8,7 +8,7 @@ Run (starts throwaway PostgreSQL and Redis; see docs/benchmarks/soak.md):
 Production settings (plain HTTP on loopback, rate limits and the replay cap raised out of the
 way). The driver migrates, seeds one store per client thread (user, membership, all-abilities
 API key, CLI refresh token minted through the real authorize + token flow, a webhook
-destination on a local receiver, 200 coupons), then starts:
+channel on a local receiver, 200 coupons), then starts:
 
 - gunicorn (2 sync workers), `celery worker` (prefork, 2 processes) and `celery beat`;
 - a webhook receiver process on 127.0.0.1 answering 200 and logging each `webhook-id`

@@ -39,7 +39,7 @@ def child(url: str, sends: int) -> None:
     django.setup()
     from webhooks.dispatch.sender import send
 
-    secrets = ["whsec_" + "a2V5" * 11]  # base64 of 33 bytes, as a destination's secret
+    secrets = ["whsec_" + "a2V5" * 11]  # base64 of 33 bytes, as a channel's secret
     body = b'{"id":"evt_1","type":"order.completed","data":{"total_cents":1250}}'
 
     def one(n: int) -> None:

@@ -65,7 +65,7 @@ def main():
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=50.0, help="events/s for the latency run")
     parser.add_argument("--seconds", type=float, default=10.0, help="0: no latency run")
-    parser.add_argument("--stores", type=int, default=4, help="stores with a destination each")
+    parser.add_argument("--stores", type=int, default=4, help="stores with a channel each")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--compare", type=Path, action="append", default=[])
@@ -94,7 +94,7 @@ def main():
     receiver.start()
     port = port_queue.get(timeout=10)
 
-    # Events go round-robin to the stores: a destination is drained by one process at a time.
+    # Events go round-robin to the stores: a channel is drained by one process at a time.
     stores = []
     for number in range(args.stores):
         store = Store.objects.create(name="Bench", slug=f"bench-{int(time.time())}-{number}")

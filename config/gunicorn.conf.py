@@ -10,10 +10,10 @@ import os
 from config.settings.env import env
 
 bind = "0.0.0.0:8000"
-# Threads, so that a request waiting on another server (a webhook receiver's answer to a test
-# send, a name server) holds one thread of its process, not the process: the waits are
-# bounded in number below the threads (WEBHOOKS_OUTBOUND_CALLS_PER_PROCESS, webhooks/outbound.py)
-# and every other request finds a free one.
+# Threads, so that a request waiting on another server (a webhook receiver's answer to a test send,
+# a name server) holds one thread of its process, not the process: the waits are bounded in number
+# below the threads (WEBHOOKS_OUTBOUND_CALLS_PER_PROCESS, webhooks/dispatch/outbound.py) and every
+# other request finds a free one.
 worker_class = "gthread"
 threads = env.count("WEB_THREADS", default=8, minimum=1)
 # Heartbeat files in memory, not on a possibly slow container filesystem.

@@ -14,9 +14,9 @@ from accounts.admin_secrets import SecretLookupsRefused, secret_shown_once_respo
 from core.admin_filters import NoAddAdminMixin, StoreSlugFilter
 from core.api.errors import ApiError
 from webhooks.channels.recovery import channel_recover
-from webhooks.channels.services import channel_test_send, destination_secret_rotate
+from webhooks.channels.services import channel_test_send, signing_secret_rotate
 from webhooks.deliveries.services import delivery_replay
-from webhooks.dispatch.failures import destination_enabled_set
+from webhooks.dispatch.failures import channel_enabled_set
 from webhooks.models import (
     WebhookChannel,
     WebhookDelivery,
@@ -27,12 +27,12 @@ from webhooks.models import (
 
 
 @admin.register(WebhookChannel)
-class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.ModelAdmin):
+class WebhookChannelAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.ModelAdmin):
     # Not added here: PUT /api/v2/webhook-destination creates it, validating the URL (SSRF).
     list_display = [
         "store",
         "name",
-        "destination",
+        "channel",
         "enabled",
         "disabled_reason",
         "failing_since",
@@ -46,7 +46,7 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
     readonly_fields = [
         "store",
         "name",
-        "destination",
+        "channel",
         "event_types",
         "enabled",
         "disabled_reason",
@@ -74,21 +74,21 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
         return mask_credential(found.previous_secret) if found and found.previous_secret else "-"
 
     # Not sortable either: the order of the full URLs would reveal their paths too.
-    @admin.display(description="destination")
-    def destination(self, destination: WebhookChannel) -> str:
-        return url_origin(destination.url)
+    @admin.display(description="channel")
+    def channel(self, channel: WebhookChannel) -> str:
+        return url_origin(channel.url)
 
-    @admin.action(description="Enable the selected destinations", permissions=["change"])
+    @admin.action(description="Enable the selected channels", permissions=["change"])
     def enable(self, request, queryset):
-        for destination in queryset:
-            destination_enabled_set(destination=destination, enabled=True)
-        self.message_user(request, f"Enabled {queryset.count()} destination(s).")
+        for channel in queryset:
+            channel_enabled_set(channel=channel, enabled=True)
+        self.message_user(request, f"Enabled {queryset.count()} channel(s).")
 
-    @admin.action(description="Disable the selected destinations", permissions=["change"])
+    @admin.action(description="Disable the selected channels", permissions=["change"])
     def disable(self, request, queryset):
-        for destination in queryset:
-            destination_enabled_set(destination=destination, enabled=False)
-        self.message_user(request, f"Disabled {queryset.count()} destination(s).")
+        for channel in queryset:
+            channel_enabled_set(channel=channel, enabled=False)
+        self.message_user(request, f"Disabled {queryset.count()} channel(s).")
 
     @admin.action(description="Rotate the signing secret", permissions=["change"])
     def rotate_secret(self, request, queryset):
@@ -96,7 +96,7 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
         # The secret is the store's: once per store, however many of its channels are selected.
         stores = {channel.store_id: channel.store for channel in queryset.select_related("store")}
         for store in stores.values():
-            rotated = destination_secret_rotate(store=store)
+            rotated = signing_secret_rotate(store=store)
             secrets.append((store.slug, rotated.secret))
         return secret_shown_once_response(
             self,
@@ -112,7 +112,7 @@ class WebhookDestinationAdmin(NoAddAdminMixin, SecretLookupsRefused, admin.Model
             try:
                 outcome = run(channel)
             except ApiError as error:
-                # The store's recover budget (webhooks/recovery.py) binds the admin too.
+                # The store's recover budget (webhooks/channels/recovery.py) binds the admin too.
                 retry_after = getattr(error, "retry_after", None)  # RateLimited's
                 wait = f" (retry after {retry_after} s)" if retry_after else ""
                 self.message_user(request, f"{channel}: {error.message}{wait}", messages.ERROR)
@@ -150,7 +150,7 @@ class WebhookDeliveryAttemptInline(NoAddAdminMixin, admin.TabularInline):
     can_delete = False
     fields = readonly_fields = [
         "number",
-        "destination",
+        "channel",
         "started_at",
         "duration_ms",
         "response_status",
@@ -158,9 +158,9 @@ class WebhookDeliveryAttemptInline(NoAddAdminMixin, admin.TabularInline):
         "error",
     ]
 
-    @admin.display(description="destination")
-    def destination(self, attempt: WebhookDeliveryAttempt) -> str:
-        # Attempts keep only the origin, as the destination itself shows.
+    @admin.display(description="channel")
+    def channel(self, attempt: WebhookDeliveryAttempt) -> str:
+        # Attempts keep only the origin, as the channel itself shows.
         return attempt.origin
 
 

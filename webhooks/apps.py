@@ -14,7 +14,7 @@ class WebhooksConfig(AppConfig):
         from webhooks.dispatch.backlog import BacklogCollector, backlog_check
         from webhooks.models import DELIVERY_TOTALS, WebhookDelivery, WebhookDeliveryAttempt
 
-        # Every recorded event of a store with a destination gets its delivery, in the event's
+        # Every recorded event of a store with a channel gets its delivery, in the event's
         # transaction (events knows nothing of webhooks).
         subscribers.subscribe(deliveries_create_for_event)
         # The backlog on /metrics and /status, the delivery list's totals for recount_lists

@@ -7,7 +7,7 @@ from django.core import checks
 @checks.register(checks.Tags.compatibility, "webhooks")
 def leases_outlast_the_sending_tasks(app_configs, **kwargs):
     # A lease that ends while its task still runs hands the delivery, or the slot, to a second
-    # worker: a double send, one send over a bound (issue 23 point 6).
+    # worker: a double send, one send over a bound.
     errors = []
     margin = settings.WEBHOOKS_LEASE_MARGIN_SECONDS
     if (
@@ -35,8 +35,8 @@ def leases_outlast_the_sending_tasks(app_configs, **kwargs):
                 id="webhooks.E002",
             )
         )
-    # A lease lasts three heartbeats and is renewed each (webhooks/leases.py): no heartbeat is
-    # a renewing thread spinning, and one past a third of the lease cannot keep it.
+    # A lease lasts three heartbeats and is renewed each (webhooks/dispatch/leases.py): no heartbeat
+    # is a renewing thread spinning, and one past a third of the lease cannot keep it.
     heartbeat = settings.WEBHOOKS_HEARTBEAT_SECONDS
     if not 0 < 3 * heartbeat <= settings.WEBHOOKS_LEASE_SECONDS:
         errors.append(
@@ -52,19 +52,19 @@ def leases_outlast_the_sending_tasks(app_configs, **kwargs):
 
 @checks.register(checks.Tags.compatibility, "webhooks")
 def bounded_settings_stay_in_their_bounds(app_configs, **kwargs):
-    # The DNS lookup of a destination holds its web request's thread (hardening point 4: at most
+    # The DNS lookup of a channel holds its web request's thread (hardening point 4: at most
     # 2 s), and every bound of a send needs at least one slot or nothing is ever sent.
     errors = []
     if not 0 < settings.WEBHOOKS_DNS_TIMEOUT_SECONDS <= 2:
         errors.append(
             checks.Error(
                 "WEBHOOKS_DNS_TIMEOUT_SECONDS must be more than 0 and at most 2.",
-                hint="A longer lookup holds a web thread while a destination is saved.",
+                hint="A longer lookup holds a web thread while a channel is saved.",
                 id="webhooks.E003",
             )
         )
     for name in (
-        "WEBHOOKS_DESTINATION_CONCURRENCY",
+        "WEBHOOKS_CHANNEL_CONCURRENCY",
         "WEBHOOKS_ACCOUNT_CONCURRENCY",
         "WEBHOOKS_FAILING_CONCURRENCY",
     ):

@@ -28,21 +28,17 @@ def url_origin(url: str) -> str:
 
 
 class WebhookChannel(models.Model):
-    """One of a store's webhook channels (docs/design.md "Webhooks"; issue 31): a URL and the
-    event types it is sent. A store has several; they share the store's signing secret
-    (WebhookSigningSecret).
-
-    The table keeps its name from when a store had one destination (migration 0011): the claim
-    and wake-up statements (webhooks/statements.py, webhooks/slots.py) and the delivery's
-    `destination` column name it, and the pipeline works per channel as it did per destination.
-    """
+    """One of a store's webhook channels (docs/design.md "Webhooks"): a URL and the event types
+    it is sent. A store has several; they share the store's signing secret
+    (WebhookSigningSecret). The claim and wake-up statements (webhooks/dispatch/statements.py,
+    webhooks/dispatch/slots.py) name its table in SQL."""
 
     DISABLED_BY_USER = "user"
     DISABLED_GONE = "gone"
     DISABLED_FAILING = "failing"
     DISABLED_REASONS = [
         (DISABLED_BY_USER, "disabled by a user"),
-        (DISABLED_GONE, "the destination answered 410 Gone"),
+        (DISABLED_GONE, "the receiver answered 410 Gone"),
         (DISABLED_FAILING, "every attempt failed for too long"),
     ]
 
@@ -66,17 +62,16 @@ class WebhookChannel(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        db_table = "webhooks_webhookdestination"
         constraints = [
-            # The same canonical URL twice in one store is refused (issue 31 §1).
+            # The same canonical URL twice in one store is refused.
             models.UniqueConstraint(fields=["store", "url"], name="channel_store_url_unique")
         ]
         indexes = [
-            # A released send slot of the failing destinations' share wakes the next failing
-            # destination in id order (webhooks/attempts.py).
+            # A released send slot of the failing channels' share wakes the next failing
+            # channel in id order (webhooks/dispatch/attempts.py).
             models.Index(
                 fields=["id"],
-                name="destination_failing_idx",
+                name="channel_failing_idx",
                 condition=models.Q(failing_since__isnull=False),
             ),
         ]
@@ -108,11 +103,11 @@ class WebhookSigningSecret(models.Model):
         return f"signing secret of store {self.store_id}"
 
 
-# "Due delivery", written once: pending, its attempt due at `now`, and no live lease holds it.
-# What a claim may take, what wakes a drain, what the sweeper re-queues and the backlog counts.
-# SQL text, so the claim and the wake-up statements (webhooks/attempts.py, webhooks/slots.py)
-# use it as it is; `pending` is a constant in it, so their generic plans can use the partial
-# indexes on pending deliveries.
+# "Due delivery", written once: pending, its attempt due at `now`, and no live lease holds it. What
+# a claim may take, what wakes a drain, what the sweeper re-queues and the backlog counts. SQL text,
+# so the claim and the wake-up statements (webhooks/dispatch/attempts.py,
+# webhooks/dispatch/slots.py) use it as it is; `pending` is a constant in it, so their generic plans
+# can use the partial indexes on pending deliveries.
 DUE_SQL = (
     "{delivery}.status = 'pending' AND {delivery}.next_attempt_at <= {now} "
     "AND ({delivery}.lease_until IS NULL OR {delivery}.lease_until < {now})"
@@ -163,8 +158,8 @@ class WebhookDelivery(models.Model):
     event_occurred_at = models.DateTimeField()
     # Denormalised from the event for the list filter without a join.
     event_type = models.CharField(max_length=120)
-    # The channel (the column keeps its name from the destinations; the API says channel_id).
-    destination = models.ForeignKey(
+    # Null once the channel is deleted: the delivery stays in the history.
+    channel = models.ForeignKey(
         WebhookChannel,
         on_delete=models.SET_NULL,
         null=True,
@@ -186,7 +181,7 @@ class WebhookDelivery(models.Model):
     # capped per store per window (services.delivery_replay). A plain column, not a foreign
     # key: an audit note that needs no index for deletes (deliveries go with their event).
     replay_of = models.UUIDField(null=True, blank=True)
-    # Queued by a recover (webhooks/recovery.py): its event is not missed by that channel
+    # Queued by a recover (webhooks/channels/recovery.py): its event is not missed by that channel
     # again, whatever becomes of this delivery (a disable and enable after it included).
     recovered = models.BooleanField(default=False, db_default=False)
     # When a send message was last queued; the sweeper re-queues due deliveries after a while.
@@ -215,10 +210,10 @@ class WebhookDelivery(models.Model):
                 name="delivery_store_replays_idx",
                 condition=models.Q(replay_of__isnull=False),
             ),
-            # A destination's drain claims its oldest due delivery.
+            # A channel's drain claims its oldest due delivery.
             models.Index(
-                fields=["destination", "next_attempt_at"],
-                name="delivery_destination_due_idx",
+                fields=["channel", "next_attempt_at"],
+                name="delivery_channel_due_idx",
                 condition=models.Q(status="pending"),
             ),
         ]
@@ -228,7 +223,8 @@ class WebhookDelivery(models.Model):
 
 
 class WebhookRecovery(models.Model):
-    """One recover call of a store's channel (webhooks/recovery.py): the store's recover budget
+    """One recover call of a store's channel (webhooks/channels/recovery.py): the store's recover
+    budget
     counts these rows and their `queued` in a sliding window. Written when the call starts,
     with the deliveries it may queue, and lowered to those it queued when it ends, so
     concurrent calls cannot spend the same budget twice."""
@@ -315,27 +311,27 @@ class WebhookDeliveryAttempt(models.Model):
 
 
 class WebhookSendSlot(models.Model):
-    """One send slot, leased by the worker sending with it (webhooks/attempts.py).
+    """One send slot, leased by the worker sending with it (webhooks/dispatch/attempts.py).
 
-    A send holds one free slot of each of its bounds at once: its destination's
-    (WEBHOOKS_DESTINATION_CONCURRENCY), its store's account's (WEBHOOKS_ACCOUNT_CONCURRENCY) and,
-    while its destination is failing, the failing destinations' shared ones
+    A send holds one free slot of each of its bounds at once: its channel's
+    (WEBHOOKS_CHANNEL_CONCURRENCY), its store's account's (WEBHOOKS_ACCOUNT_CONCURRENCY) and,
+    while its channel is failing, the failing channels' shared ones
     (WEBHOOKS_FAILING_CONCURRENCY). A row is free when `lease_until` is null or past: a slot
     whose worker died comes back when its lease runs out, whatever pools the connections.
     """
 
-    SCOPE_DESTINATION = 1
+    SCOPE_CHANNEL = 1
     SCOPE_ACCOUNT = 2
     SCOPE_FAILING = 3
     SCOPES = [
-        (SCOPE_DESTINATION, "destination"),
+        (SCOPE_CHANNEL, "channel"),
         (SCOPE_ACCOUNT, "account"),
-        (SCOPE_FAILING, "failing destinations"),
+        (SCOPE_FAILING, "failing channels"),
     ]
 
     scope = models.PositiveSmallIntegerField(choices=SCOPES)
-    # The destination's id, the account's (the user who created the store; minus the store's id
-    # when that user is gone), or 0 for the failing destinations' share.
+    # The channel's id, the account's (the user who created the store; minus the store's id
+    # when that user is gone), or 0 for the failing channels' share.
     owner = models.BigIntegerField()
     number = models.PositiveSmallIntegerField()
     lease_until = models.DateTimeField(null=True, blank=True)

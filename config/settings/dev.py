@@ -1,7 +1,7 @@
 """`make run`: base settings on the embedded PostgreSQL (unless DATABASE_URL names a server),
 the file cache and the filesystem broker.
 
-Nothing here weakens security: DEBUG, private webhook destinations and cookies over plain HTTP
+Nothing here weakens security: DEBUG, private webhook channels and cookies over plain HTTP
 are opt-ins that bin/run-dev sets in the environment (DEBUG, WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS,
 SECURE_COOKIES), so choosing these settings alone does not turn them on.
 """

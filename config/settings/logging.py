@@ -81,7 +81,7 @@ def sentry_init(dsn: str) -> None:
         integrations=[DjangoIntegration(), CeleryIntegration()],
         # No user, cookies, client IP or Authorization header.
         send_default_pii=False,
-        # Bodies hold passwords, webhook signing secrets and tokens (login, destinations, OAuth).
+        # Bodies hold passwords, webhook signing secrets and tokens (login, channels, OAuth).
         max_request_body_size="never",
         # Frame locals hold raw API keys and tokens while they are being checked.
         include_local_variables=False,

@@ -10,7 +10,8 @@ WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
 )
 WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
-# A channel's test send, which its request waits for (webhooks/outbound.py bounds how many).
+# A channel's test send, which its request waits for (webhooks/dispatch/outbound.py bounds how
+# many).
 WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS", 5)
 # Outbound calls (test sends, DNS checks) a web process waits for at once: well below its
 # threads (WEB_THREADS), so that the other tenants' requests always find one.
@@ -22,20 +23,23 @@ WEBHOOKS_TIME_LIMIT_SECONDS = env.seconds("WEBHOOKS_TIME_LIMIT_SECONDS", 45)
 # The pool counts the limit from when it learns the task started and looks once a second
 # before killing, and leases are in the workers' clocks: hence a margin.
 WEBHOOKS_LEASE_MARGIN_SECONDS = env.seconds("WEBHOOKS_LEASE_MARGIN_SECONDS", 10)
-# A claimed delivery and a send slot (webhooks/attempts.py) belong to their worker at most this
-# long: more than the time limit plus the margin (webhooks.E001), so no live worker still sends
-# when another takes them over. Within it, a lease lasts three heartbeats and the worker renews
-# it every WEBHOOKS_HEARTBEAT_SECONDS while it lives (webhooks/leases.py): those of a worker
+# A claimed delivery and a send slot (webhooks/dispatch/attempts.py) belong to their worker at most
+# this long: more than the time limit plus the margin (webhooks.E001), so no live worker still sends
+# when another takes them over. Within it, a lease lasts three heartbeats and the worker renews it
+# every WEBHOOKS_HEARTBEAT_SECONDS while it lives (webhooks/dispatch/leases.py): those of a worker
 # that died come back within seconds.
 WEBHOOKS_LEASE_SECONDS = env.seconds("WEBHOOKS_LEASE_SECONDS", 60)
 WEBHOOKS_HEARTBEAT_SECONDS = env.seconds("WEBHOOKS_HEARTBEAT_SECONDS", 1)
-# A destination's drain (one task sending its due deliveries in turn) claims no more after
+# A channel's drain (one task sending its due deliveries in turn) claims no more after
 # this long and queues its successor, so one backlog does not hold a worker process for long.
 WEBHOOKS_DRAIN_SECONDS = env.seconds("WEBHOOKS_DRAIN_SECONDS", 10)
-# In-flight sends per destination, account and to failing destinations, each below the
+# In-flight sends per channel, account and to failing channels, each below the
 # worker process count (docs/decisions/webhooks.md "Fairness").
-WEBHOOKS_DESTINATION_CONCURRENCY = env.count(
-    "WEBHOOKS_DESTINATION_CONCURRENCY", default=2, minimum=1
+# WEBHOOKS_DESTINATION_CONCURRENCY is its name before channels, read until the alias's sunset.
+WEBHOOKS_CHANNEL_CONCURRENCY = env.count(
+    "WEBHOOKS_CHANNEL_CONCURRENCY",
+    default=env.count("WEBHOOKS_DESTINATION_CONCURRENCY", default=2, minimum=1),
+    minimum=1,
 )
 WEBHOOKS_ACCOUNT_CONCURRENCY = env.count("WEBHOOKS_ACCOUNT_CONCURRENCY", default=3, minimum=1)
 WEBHOOKS_FAILING_CONCURRENCY = env.count("WEBHOOKS_FAILING_CONCURRENCY", default=2, minimum=1)
@@ -47,7 +51,8 @@ WEBHOOKS_STORE_CHANNELS_MAX = env.count("WEBHOOKS_STORE_CHANNELS_MAX", default=2
 # A store's pending deliveries at most: an event whose deliveries would pass it gets none
 # (recover sends it later), and recover and replay answer 429 meanwhile.
 WEBHOOKS_STORE_PENDING_MAX = env.count("WEBHOOKS_STORE_PENDING_MAX", default=50000, minimum=1)
-# Recover per store in any sliding window: calls, and deliveries queued (webhooks/recovery.py).
+# Recover per store in any sliding window: calls, and deliveries queued
+# (webhooks/channels/recovery.py).
 WEBHOOKS_RECOVER_CALLS_LIMIT = env.count("WEBHOOKS_RECOVER_CALLS_LIMIT", default=20, minimum=1)
 WEBHOOKS_RECOVER_QUEUED_LIMIT = env.count("WEBHOOKS_RECOVER_QUEUED_LIMIT", default=20000, minimum=1)
 WEBHOOKS_RECOVER_WINDOW_SECONDS = env.seconds("WEBHOOKS_RECOVER_WINDOW_SECONDS", 3600)
@@ -63,7 +68,7 @@ WEBHOOKS_SWEEP_MAX_BATCHES = env.count("WEBHOOKS_SWEEP_MAX_BATCHES", default=20,
 # Retries due sooner than this are queued with a countdown; later ones are left to the
 # sweeper (long broker ETAs are redelivered by Redis' visibility timeout anyway).
 WEBHOOKS_COUNTDOWN_MAX_SECONDS = env.seconds("WEBHOOKS_COUNTDOWN_MAX_SECONDS", 60)
-# A destination whose every attempt failed for this long is disabled.
+# A channel whose every attempt failed for this long is disabled.
 WEBHOOKS_DISABLE_AFTER_FAILING = timedelta(
     seconds=env.seconds("WEBHOOKS_DISABLE_AFTER_FAILING_SECONDS", 5 * 24 * 3600)
 )

@@ -2,7 +2,7 @@
 
 DRF's SimpleRouter without trailing slashes (the spec's paths have none), plus singleton
 resources: a ViewSet with `singleton = True` is one object per store or user (the webhook
-destination, the OAuth installation), served at the prefix itself with no `{pk}`:
+channel, the OAuth installation), served at the prefix itself with no `{pk}`:
 
     GET/PUT/PATCH/DELETE {prefix}      -> retrieve / update / partial_update / destroy
     POST {prefix}/<url_path>           -> an @action(detail=False)

@@ -23,7 +23,7 @@ def development_opt_ins_warn() -> None:
 
 
 @checks.register(checks.Tags.security, deploy=True)
-def no_private_webhook_destinations(app_configs, **kwargs):
+def no_private_webhook_channels(app_configs, **kwargs):
     if settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS:
         return [
             checks.Error(

@@ -180,8 +180,8 @@ def test_no_secret_or_secret_hash_appears_in_any_admin_page(admin_client, world)
 
 def test_secrets_show_masked_in_their_change_forms(admin_client, world):
     store_id = WebhookSigningSecret.objects.get(secret=WEBHOOK_SECRET).store_id
-    destination = WebhookChannel.objects.get(store_id=store_id)
-    html = admin_client.get(admin_url(WebhookChannel, "change", destination.pk)).content
+    channel = WebhookChannel.objects.get(store_id=store_id)
+    html = admin_client.get(admin_url(WebhookChannel, "change", channel.pk)).content
     assert f"…{WEBHOOK_SECRET[-4:]}".encode() in html
     assert f"…{PREVIOUS_WEBHOOK_SECRET[-4:]}".encode() in html
     token = get_access_token_model().objects.get()

@@ -21,13 +21,13 @@ def changelist_with(client, path: str, lookup: str, value: str):
 
 
 @pytest.mark.parametrize("field", ["url"])
-def test_webhook_destinations_cannot_be_filtered_by_a_secret_field(field):
-    destination = WebhookChannelFactory(
+def test_webhook_channels_cannot_be_filtered_by_a_secret_field(field):
+    channel = WebhookChannelFactory(
         store=MembershipFactory().store,
         url="https://hooks.example.com/services/s3cr3tPath",
     )
     viewer = staff_client_with("webhooks.view_webhookchannel")
-    known_prefix = getattr(destination, field)[:-3]
+    known_prefix = getattr(channel, field)[:-3]
 
     response = changelist_with(
         viewer, "/admin/webhooks/webhookchannel/", f"{field}__startswith", known_prefix

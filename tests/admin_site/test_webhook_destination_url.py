@@ -1,5 +1,5 @@
 """A webhook destination's URL path (and query) can be a credential (hooks.slack.com/services/
-...): the admin names a destination by its origin only, in its pages, its messages (a cookie)
+...): the admin names a channel by its origin only, in its pages, its messages (a cookie)
 and its log (LogEntry), for a change and for a deletion alike."""
 
 import pytest
@@ -16,11 +16,11 @@ CREDENTIAL_PATH = "/services/T0001/B0002/s3cr3tPathCredential"
 CREDENTIAL_QUERY = "token=q5ecretQueryToken"
 URL = f"https://hooks.example.com{CREDENTIAL_PATH}?{CREDENTIAL_QUERY}"
 CREDENTIAL_PARTS = ("s3cr3tPathCredential", "q5ecretQueryToken")
-DESTINATIONS = "/admin/webhooks/webhookchannel/"
+CHANNELS = "/admin/webhooks/webhookchannel/"
 
 
 @pytest.fixture
-def destination():
+def channel():
     return WebhookChannelFactory(
         store=MembershipFactory().store, url=URL, signing_secret="whsec_0123456789abcdefABCDEF0123"
     )
@@ -34,17 +34,17 @@ def assert_nothing_carries_the_credential(response, client, *texts: str):
             assert part not in text, part
 
 
-def test_a_destination_is_named_by_its_origin(destination):
-    assert str(destination) == f"{destination.store_id} -> https://hooks.example.com"
+def test_a_channel_is_named_by_its_origin(channel):
+    assert str(channel) == f"{channel.store_id} -> https://hooks.example.com"
 
 
-def test_saving_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_log(
-    destination,
+def test_saving_a_channel_in_the_admin_keeps_its_url_path_out_of_cookie_and_log(
+    channel,
 ):
-    # given: staff who may change destinations (every field is read-only, "Save" still logs)
+    # given: staff who may change channels (every field is read-only, "Save" still logs)
     editor = staff_client_with("webhooks.view_webhookchannel", "webhooks.change_webhookchannel")
     # when
-    response = editor.post(f"{DESTINATIONS}{destination.pk}/change/", {})
+    response = editor.post(f"{CHANNELS}{channel.pk}/change/", {})
     # then: the message ("... was changed successfully") and the log entry name the origin
     assert response.status_code == 302
     entry = LogEntry.objects.get()
@@ -56,14 +56,14 @@ def test_saving_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_
     )
 
 
-def test_deleting_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_and_log(
-    destination,
+def test_deleting_a_channel_in_the_admin_keeps_its_url_path_out_of_cookie_and_log(
+    channel,
 ):
     remover = staff_client_with("webhooks.view_webhookchannel", "webhooks.delete_webhookchannel")
-    confirmation = remover.get(f"{DESTINATIONS}{destination.pk}/delete/")
+    confirmation = remover.get(f"{CHANNELS}{channel.pk}/delete/")
     assert confirmation.status_code == 200
 
-    response = remover.post(f"{DESTINATIONS}{destination.pk}/delete/", {"post": "yes"})
+    response = remover.post(f"{CHANNELS}{channel.pk}/delete/", {"post": "yes"})
 
     assert response.status_code == 302
     assert not WebhookChannel.objects.exists()
@@ -75,11 +75,9 @@ def test_deleting_a_destination_in_the_admin_keeps_its_url_path_out_of_cookie_an
     )
 
 
-def test_admin_pages_show_the_destination_origin_not_its_url(destination):
+def test_admin_pages_show_the_destination_origin_not_its_url(channel):
     # given: a delivery to it with an attempt (the attempt keeps the origin it was sent to)
-    delivery = WebhookDelivery.objects.get(
-        event=record_order_completed(destination.store, order_id=1)
-    )
+    delivery = WebhookDelivery.objects.get(event=record_order_completed(channel.store, order_id=1))
     WebhookDeliveryAttempt.objects.create(
         delivery=delivery,
         delivery_event_occurred_at=delivery.event_occurred_at,
@@ -90,8 +88,8 @@ def test_admin_pages_show_the_destination_origin_not_its_url(destination):
     viewer = staff_client_with("webhooks.view_webhookchannel", "webhooks.view_webhookdelivery")
     # when
     pages = [
-        viewer.get(DESTINATIONS),
-        viewer.get(f"{DESTINATIONS}{destination.pk}/change/"),
+        viewer.get(CHANNELS),
+        viewer.get(f"{CHANNELS}{channel.pk}/change/"),
         viewer.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/"),
     ]
     # then
@@ -103,11 +101,11 @@ def test_admin_pages_show_the_destination_origin_not_its_url(destination):
             assert part not in page
 
 
-def test_searching_by_a_piece_of_the_url_path_finds_nothing(destination):
+def test_searching_by_a_piece_of_the_url_path_finds_nothing(channel):
     viewer = staff_client_with("webhooks.view_webhookchannel")
 
-    by_path = viewer.get(DESTINATIONS, {"q": "s3cr3tPath"}).content.decode()
-    by_store = viewer.get(DESTINATIONS, {"q": destination.store.slug}).content.decode()
+    by_path = viewer.get(CHANNELS, {"q": "s3cr3tPath"}).content.decode()
+    by_store = viewer.get(CHANNELS, {"q": channel.store.slug}).content.decode()
 
     assert "0 webhook channels" in by_path
     assert "1 webhook channel" in by_store

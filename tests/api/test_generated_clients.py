@@ -173,10 +173,10 @@ def test_python_client_conversation(live_server, python_client, conversation_use
         "rate_limit_exceeded",
     )
 
-    destination = WebhookDestinationPutRequest(
+    channel = WebhookDestinationPutRequest(
         url=receiver.url, event_types=[EventTypeEnum.COUPON_CREATED]
     )
-    put = webhook_destination_put.sync_detailed(body=destination, **in_store)
+    put = webhook_destination_put.sync_detailed(body=channel, **in_store)
     assert expect(put, 201, WebhookDestinationCreatedResponse).data.secret
 
     # coupon CRUD, and a 40-row list read page by page through links.next

@@ -59,7 +59,7 @@ def _budgets_out_of_the_way(settings):
 
 @pytest.fixture(autouse=True)
 def _public_dns(monkeypatch):
-    """Every host name resolves to a public address: a destination URL that is not the field
+    """Every host name resolves to a public address: a channel URL that is not the field
     under test passes its SSRF check without outside DNS (tests/webhooks/dns.py)."""
     real = socket.getaddrinfo
 

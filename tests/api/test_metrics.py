@@ -184,14 +184,14 @@ def test_token_exchanges_and_refusals_are_counted(scraper, user):
 
 
 @pytest.fixture
-def destination(store):
-    destination, _ = destination_put(
+def channel(store):
+    channel, _ = destination_put(
         store=store, url="https://hooks.example.com/in", event_types=["coupon.created"]
     )
-    return destination
+    return channel
 
 
-def make_delivery(store, destination, *, status="pending", next_attempt_at=None):
+def make_delivery(store, channel, *, status="pending", next_attempt_at=None):
     with transaction.atomic():
         event = record(store=store, type="coupon.created", subject=("coupon", 1))
     delivery = WebhookDelivery.objects.get(event=event)
@@ -201,12 +201,12 @@ def make_delivery(store, destination, *, status="pending", next_attempt_at=None)
     return delivery
 
 
-def test_backlog_gauges_count_pending_due_and_the_oldest_due(scraper, store, destination):
+def test_backlog_gauges_count_pending_due_and_the_oldest_due(scraper, store, channel):
     now = timezone.now()
-    make_delivery(store, destination, next_attempt_at=now - timedelta(seconds=300))
-    make_delivery(store, destination, next_attempt_at=now - timedelta(seconds=10))
-    make_delivery(store, destination, next_attempt_at=now + timedelta(hours=1))
-    make_delivery(store, destination, status="succeeded")
+    make_delivery(store, channel, next_attempt_at=now - timedelta(seconds=300))
+    make_delivery(store, channel, next_attempt_at=now - timedelta(seconds=10))
+    make_delivery(store, channel, next_attempt_at=now + timedelta(hours=1))
+    make_delivery(store, channel, status="succeeded")
     samples = scrape(scraper)
     assert value(samples, "storefront_metrics_backlog_up") == 1
     assert value(samples, "storefront_webhook_deliveries_pending") == 3
@@ -222,24 +222,24 @@ def test_an_empty_backlog_is_zero(scraper):
     assert value(samples, "storefront_webhook_oldest_due_delivery_age_seconds") == 0
 
 
-def test_counts_stop_at_the_cap(scraper, settings, store, destination):
+def test_counts_stop_at_the_cap(scraper, settings, store, channel):
     settings.METRICS_BACKLOG_COUNT_CAP = 2
     for _ in range(3):
-        make_delivery(store, destination, next_attempt_at=timezone.now())
+        make_delivery(store, channel, next_attempt_at=timezone.now())
     samples = scrape(scraper)
     assert value(samples, "storefront_webhook_deliveries_pending") == 2
     assert value(samples, "storefront_webhook_deliveries_due") == 2
 
 
-def test_disabled_destinations_are_counted_by_reason(scraper, store, other_store, destination):
-    WebhookChannel.objects.filter(pk=destination.pk).update(
+def test_disabled_channels_are_counted_by_reason(scraper, store, other_store, channel):
+    WebhookChannel.objects.filter(pk=channel.pk).update(
         enabled=False, disabled_reason=WebhookChannel.DISABLED_GONE
     )
     destination_put(
         store=other_store, url="https://hooks.example.com/b", event_types=[], enabled=False
     )
     samples = scrape(scraper)
-    name = "storefront_webhook_destinations_disabled"
+    name = "storefront_webhook_channels_disabled"
     assert value(samples, name, reason="gone") == 1
     assert value(samples, name, reason="user") == 1
     assert value(samples, name, reason="failing") == 0
@@ -287,7 +287,7 @@ def test_backlog_queries_walk_the_partial_pending_index():
         cursor.execute(
             "SELECT child.relname FROM pg_inherits JOIN pg_class child "
             "ON child.oid = pg_inherits.inhrelid WHERE pg_inherits.inhparent IN "
-            "('delivery_due_idx'::regclass, 'delivery_destination_due_idx'::regclass)"
+            "('delivery_due_idx'::regclass, 'delivery_channel_due_idx'::regclass)"
         )
         pending_indexes = {row[0] for row in cursor.fetchall()}
     assert pending_indexes

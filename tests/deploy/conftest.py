@@ -143,12 +143,12 @@ def served_image(tmp_path_factory):
             timeout=10,
         )
         assert created.status_code == 201, created.text
-        destination = served.api(
+        channel = served.api(
             "PUT",
             "/api/v2/webhook-destination",
             json={"url": receiver.url, "event_types": ["coupon.created"]},
         )
-        assert destination.status_code in (200, 201), destination.text
+        assert channel.status_code in (200, 201), channel.text
         yield served
     finally:
         for name in ("web", "beat", "worker", "admin", "migrate"):

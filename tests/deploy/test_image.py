@@ -48,7 +48,7 @@ def create_coupon(served_image, code: str):
 
 
 def test_the_images_worker_delivers_a_webhook_to_a_real_receiver(served_image):
-    # when: a coupon is created through the API (its event has a destination)
+    # when: a coupon is created through the API (its event has a channel)
     before = len(served_image.receiver.received())
     create_coupon(served_image, "IMAGE10")
 

@@ -22,7 +22,7 @@ from tests.events.helpers import record_committed
 from tests.events.test_event_positions import OpenTransaction
 from tests.factories import old_events
 from tests.servers import StreamingReplica, wait_for
-from tests.webhooks.helpers import destination_for, record_order_completed
+from tests.webhooks.helpers import channel_for, record_order_completed
 from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", REPLICA])
@@ -236,7 +236,7 @@ def test_status_shows_a_replica_too_far_behind(api_client, store, replica, setti
 
 
 def test_the_delivery_history_reads_from_the_replica(auth_client, store, receiver, replica):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     replayed = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
     replica.catch_up()
     replica.pause()

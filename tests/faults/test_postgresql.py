@@ -13,7 +13,7 @@ after
 recovery, no lost or doubled write. Through PgBouncer in transaction mode (docs/scaling.md's
 settings): no failed request at all, and the webhook send slots still exact (a worker's
 processes through the same PgBouncer push each created coupon's event once, never more at once
-than the destination's slots, and leave no slot taken).
+than the channel's slots, and leave no slot taken).
 
 Figures of each run: docs/benchmarks/faults-postgresql.md.
 """
@@ -44,7 +44,7 @@ from tests.servers import PgBouncer, wait_for
 from tests.webhooks.helpers import (
     WORKER_ENV,
     CountingReceiver,
-    destination_for,
+    channel_for,
     live_slots,
 )
 from webhooks.models import WebhookDelivery
@@ -180,7 +180,7 @@ def test_the_api_recovers_from_a_database_fault_under_load(
 @pytest.fixture
 def holding_receiver():
     """Holds each delivery 20 ms, counting those in flight: a send slot taken twice would show
-    as more in flight than the destination allows."""
+    as more in flight than the channel allows."""
     server = CountingReceiver(hold=0.02)
     yield server
     server.close()
@@ -208,7 +208,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     holding_receiver,
 ):
     # every coupon the load creates is pushed to the store's webhook receiver
-    destination_for(owner["store"], holding_receiver.url, event_types=["coupon.created"])
+    channel_for(owner["store"], holding_receiver.url, event_types=["coupon.created"])
     with PgBouncer(postgresql.port) as bouncer:
         through_bouncer = bouncer.database_url(connection.settings_dict["NAME"])
         # docs/scaling.md: a connection per request behind PgBouncer in transaction mode, which
@@ -236,7 +236,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
         ) as gunicorn:
             load, fault_at = run_load(gunicorn.base, owner, "pgbouncer")
             errors = gunicorn.log_lines("ERROR", "Traceback")
-        unsent = WebhookDelivery.objects.filter(destination__store=owner["store"]).exclude(
+        unsent = WebhookDelivery.objects.filter(channel__store=owner["store"]).exclude(
             status=WebhookDelivery.STATUS_SUCCEEDED
         )
         try:
@@ -251,7 +251,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     assert not errors, errors[:5]
     assert_each_write_exactly_once(load, owner["store"])
     # send slots still exact: each coupon's event pushed once, never more than the
-    # destination's slots at once, and no slot left taken
+    # channel's slots at once, and no slot left taken
     events = set(
         Event.objects.filter(store=owner["store"], type="coupon.created").values_list(
             "id", flat=True
@@ -261,7 +261,7 @@ def test_the_same_load_through_pgbouncer_in_transaction_mode_has_no_failures(
     assert len(events) == len(load.writes)
     assert set(received) == events
     assert max(received.values()) == 1
-    assert 1 <= holding_receiver.most_in_flight <= settings.WEBHOOKS_DESTINATION_CONCURRENCY
+    assert 1 <= holding_receiver.most_in_flight <= settings.WEBHOOKS_CHANNEL_CONCURRENCY
     # released just after each outcome is recorded; a slot left taken would hold its 3 s lease
     wait_for(lambda: live_slots() == 0, timeout=1, what="every send slot released")
     print(

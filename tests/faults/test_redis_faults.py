@@ -10,7 +10,7 @@ Redis is down", docs/decisions/webhooks.md):
 - a sign-in on either sign-in page fails closed: the 503 "Sign-in is temporarily unavailable"
   page with Retry-After: 30 and no session, and signs in again after Redis returns;
 - webhook deliveries are rows in PostgreSQL: events recorded while the broker is gone are
-  delivered after it returns (claimed by the next drain of their destination, which a later
+  delivered after it returns (claimed by the next drain of their channel, which a later
   event or the sweeper queues), each exactly once.
 
 The figures are printed (`-s` shows them); docs/benchmarks/faults-redis.md records a run.
@@ -42,7 +42,7 @@ from tests.faults.redis_helpers import (
 )
 from tests.servers import Gunicorn, wait_for
 from tests.settings_helpers import ROOT
-from tests.webhooks.helpers import destination_for
+from tests.webhooks.helpers import channel_for
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.faults, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -205,7 +205,7 @@ def test_redis_stopped_mid_load(redis_server, web, worker, receiver):
     owner.password = PBKDF2PasswordHasher().encode(PASSWORD, PBKDF2PasswordHasher().salt())
     owner.save(update_fields=["password"])
     store = MembershipFactory(user=owner).store
-    destination_for(store, receiver.url, event_types=["coupon.created"])
+    channel_for(store, receiver.url, event_types=["coupon.created"])
     base = web.base
     log = AnswerLog()
     stop_load = threading.Event()

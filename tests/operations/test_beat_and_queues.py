@@ -14,7 +14,7 @@ from core.api.tasks import idempotency_keys_prune_task
 from core.operations.beat import LockedScheduler
 from events.tasks import partitions_upkeep_task
 from oauth_cli.tasks import oauth_prune_task
-from webhooks.tasks import deliveries_sweep_task, delivery_send_task, destination_drain_task
+from webhooks.tasks import channel_drain_task, deliveries_sweep_task, delivery_send_task
 
 QUEUES = ("webhooks", "maintenance", "celery")
 
@@ -96,7 +96,7 @@ def test_webhook_tasks_go_to_the_webhooks_queue_and_maintenance_to_its_own(broke
         for queue in app.amqp.queues.values():
             queue.bind(connection.default_channel).declare()
     delivery_send_task.delay("00000000-0000-0000-0000-000000000000")
-    destination_drain_task.delay(1)
+    channel_drain_task.delay(1)
     deliveries_sweep_task.delay()
     partitions_upkeep_task.delay()
     oauth_prune_task.delay()
@@ -105,7 +105,7 @@ def test_webhook_tasks_go_to_the_webhooks_queue_and_maintenance_to_its_own(broke
     assert sorted(queued_tasks(broker, "webhooks")) == [
         "webhooks.deliveries_sweep",
         "webhooks.delivery_send",
-        "webhooks.destination_drain",
+        "webhooks.channel_drain",
     ]
     assert sorted(queued_tasks(broker, "maintenance")) == [
         "api.idempotency_keys_prune",

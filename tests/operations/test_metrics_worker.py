@@ -8,7 +8,7 @@ from django.test import Client
 
 from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.servers import wait_for
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -32,7 +32,7 @@ def moved(before, after, name, **labels):
 
 
 def test_worker_attempts_and_outcomes_are_counted(celery_worker, store, receiver, scraper):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     before = scrape(scraper)
 
     # a delivery that succeeds at once
@@ -57,7 +57,7 @@ def test_worker_attempts_and_outcomes_are_counted(celery_worker, store, receiver
 
 def test_a_refused_connection_is_a_network_error(celery_worker, store, scraper):
     # a port nothing listens on: the attempt gets no response at all
-    destination_for(store, "http://127.0.0.1:9/hooks")
+    channel_for(store, "http://127.0.0.1:9/hooks")
     before = scrape(scraper)
     event = record_order_completed(store)
     wait_for(lambda: final(event), timeout=30, what="delivery final")

@@ -26,7 +26,7 @@ def leases_thread_idle(django_db_setup):
 @pytest.fixture(autouse=True)
 def checked_answers_forgotten():
     """Each test's names resolve as its own FakeDns says, not as an earlier test's answer the
-    sender still remembers (webhooks/transport.py CHECKED_ANSWER_SECONDS)."""
+    sender still remembers (webhooks/dispatch/transport.py CHECKED_ANSWER_SECONDS)."""
     transport.session_reset()
     yield
     transport.session_reset()

@@ -1,5 +1,5 @@
 """Helpers of the webhooks tests (and of the other tests that send webhooks or run a worker): a
-real HTTP receiver thread, destinations and events, a condition wait, and a real Celery worker.
+real HTTP receiver thread, channels and events, a condition wait, and a real Celery worker.
 
 The receiver listens on 127.0.0.1, records every request (headers and body bytes) and answers
 what the test's `respond(request)` returns. The worker is `celery -A config worker` (with an
@@ -66,7 +66,7 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # else a 40 ms delayed-ACK stall per reply
+            disable_nagle_algorithm = True  # else a delayed-ACK stall per reply
 
             def log_message(self, *args):
                 pass
@@ -123,14 +123,14 @@ class Receiver:
         self.server.server_close()
 
 
-def destination_for(store, url, event_types=None, enabled=True):
-    destination, _ = destination_put(
+def channel_for(store, url, event_types=None, enabled=True):
+    channel, _ = destination_put(
         store=store,
         url=url,
         event_types=event_types or ["order.completed", "coupon.created"],
         enabled=enabled,
     )
-    return destination
+    return channel
 
 
 def record_order_completed(store, order_id=1, total_cents=1250):
@@ -301,7 +301,7 @@ class HeldReceiver:
         return Reply(200)
 
 
-# A worker's settings where a send times out quickly and a destination has two slots (the
+# A worker's settings where a send times out quickly and a channel has two slots (the
 # fairness and send-slot runs).
 SEND_TIMEOUT = 3.0
 FAIRNESS_ENV = {
@@ -309,7 +309,7 @@ FAIRNESS_ENV = {
     # webhooks.E001/E002: drain + timeout < time limit; time limit + margin < lease
     "WEBHOOKS_TIME_LIMIT_SECONDS": "5",
     "WEBHOOKS_LEASE_SECONDS": "8",
-    "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
+    "WEBHOOKS_CHANNEL_CONCURRENCY": "2",
     "WEBHOOKS_RETRY_SCHEDULE_SECONDS": "0.5,0.5,0.5",
 }
 

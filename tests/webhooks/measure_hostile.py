@@ -5,7 +5,7 @@ their commands and figures:
 - how many times one event is sent in 25 s to a receiver answering `200 ok\\x00ok`, with a real
   worker under the production schedule, sweep, lease and time limits;
 - the claim and outcome of a delivery with the claim statement of the checkout at $BEFORE
-  (its webhooks/statements.py), of this one, and of this one without its `next_attempt_at`,
+  (its webhooks/dispatch/statements.py), of this one, and of this one without its `next_attempt_at`,
   one after another per delivery so that the host's load weighs on each alike.
 """
 
@@ -20,7 +20,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core.database.connections import PreparedStatement
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed
 from webhooks.dispatch import statements
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, due_sql
 
@@ -44,7 +44,7 @@ CYCLES = 500
 @pytest.mark.worker
 def test_sends_of_one_event_answered_with_a_nul(start_worker, store, receiver):
     start_worker(PRODUCTION_TIMINGS)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(200, b"ok\x00ok")
     record_order_completed(store)
     time.sleep(WATCHED_SECONDS)
@@ -65,7 +65,7 @@ def _claim_statement(name: str, sql: str) -> PreparedStatement:
     return PreparedStatement(
         name,
         sql.format(
-            match="due.destination_id = %(destination_id)s",
+            match="due.channel_id = %(channel_id)s",
             due=due_sql(delivery="due", now="%(now)s"),
             tries_left="delivery.attempts < %(attempts_most)s",
             columns=columns,
@@ -73,12 +73,12 @@ def _claim_statement(name: str, sql: str) -> PreparedStatement:
     )
 
 
-def _cycle(statement: PreparedStatement, destination_id, extra: dict) -> None:
-    """One claim of the destination's oldest due delivery, and its outcome (a 200)."""
+def _cycle(statement: PreparedStatement, channel_id, extra: dict) -> None:
+    """One claim of the channel's oldest due delivery, and its outcome (a 200)."""
     now = timezone.now()
     params = {"lease_until": now, "token": uuid.uuid4(), "now": now, **extra}
     with connection.cursor() as cursor:
-        statement.execute(cursor, {**params, "destination_id": destination_id})
+        statement.execute(cursor, {**params, "channel_id": channel_id})
         delivery = statements._claimed_from_row(cursor.fetchone())
     attempt = WebhookDeliveryAttempt(
         delivery=delivery,
@@ -126,7 +126,7 @@ def test_claim_and_outcome_cost(store, receiver):
             extra,
         ),
     }
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     for order in range(1, len(variants) * CYCLES + 1):
         record_order_completed(store, order_id=order)
     timings = {label: [] for label in variants}
@@ -135,7 +135,7 @@ def test_claim_and_outcome_cost(store, receiver):
         for label in labels[cycle % 3 :] + labels[: cycle % 3]:
             statement, params = variants[label]
             started = time.perf_counter()
-            _cycle(statement, destination.pk, params)
+            _cycle(statement, channel.pk, params)
             timings[label].append((time.perf_counter() - started) * 1e6)
     print()
     for label, values in timings.items():

@@ -7,7 +7,7 @@ from events.models import Event
 from events.services import events_prune
 from tests.admin_users import cookies_carry, post_action, sessions_carry, staff_client_with
 from tests.factories import MembershipFactory, events_age
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed, store_secret
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookDeliveryAttempt
 
@@ -25,7 +25,7 @@ def test_sweeper_is_scheduled_by_beat(settings):
 
 def test_by_default_a_failing_delivery_is_retried_over_a_day_then_failed(store, receiver):
     # the designed schedule (docs/design.md "Webhooks"): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(500)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -43,7 +43,7 @@ def test_by_default_a_failing_delivery_is_retried_over_a_day_then_failed(store, 
 
 
 def test_deliveries_and_attempts_follow_their_event_out_of_retention(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     old = record_order_completed(store, order_id=1)
     recent = record_order_completed(store, order_id=2)
     delivery_send(delivery_id=WebhookDelivery.objects.get(event=old).pk)
@@ -56,7 +56,7 @@ def test_deliveries_and_attempts_follow_their_event_out_of_retention(store, rece
 
 
 def test_admin_lists_deliveries_with_their_attempts(admin_client, store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(500, b"nope")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     delivery_send(delivery_id=delivery.pk)
@@ -70,7 +70,7 @@ def test_admin_lists_deliveries_with_their_attempts(admin_client, store, receive
 
 
 def test_admin_replay_action_creates_a_new_pending_delivery(admin_client, store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     response = admin_client.post(
@@ -86,57 +86,57 @@ def test_admin_replay_action_creates_a_new_pending_delivery(admin_client, store,
 
 
 def test_admin_disable_enable_and_rotate(admin_client, store, receiver):
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     pending = WebhookDelivery.objects.get(event=record_order_completed(store))
-    secret = store_secret(destination.store)
+    secret = store_secret(channel.store)
     url = "/admin/webhooks/webhookchannel/"
 
-    admin_client.post(url, {"action": "disable", "_selected_action": [destination.pk]})
-    destination.refresh_from_db()
+    admin_client.post(url, {"action": "disable", "_selected_action": [channel.pk]})
+    channel.refresh_from_db()
     pending.refresh_from_db()
-    assert destination.enabled is False and destination.disabled_reason == "user"
+    assert channel.enabled is False and channel.disabled_reason == "user"
     assert pending.status == "disabled"
 
-    admin_client.post(url, {"action": "enable", "_selected_action": [destination.pk]})
-    destination.refresh_from_db()
-    assert destination.enabled is True and destination.disabled_reason == ""
+    admin_client.post(url, {"action": "enable", "_selected_action": [channel.pk]})
+    channel.refresh_from_db()
+    assert channel.enabled is True and channel.disabled_reason == ""
 
     response = admin_client.post(
-        url, {"action": "rotate_secret", "_selected_action": [destination.pk]}, follow=True
+        url, {"action": "rotate_secret", "_selected_action": [channel.pk]}, follow=True
     )
-    destination.refresh_from_db()
+    channel.refresh_from_db()
     assert (
-        store_secret(destination.store) != secret
-        and store_secret(destination.store, previous=True) == secret
+        store_secret(channel.store) != secret
+        and store_secret(channel.store, previous=True) == secret
     )
-    assert store_secret(destination.store) in response.content.decode()
+    assert store_secret(channel.store) in response.content.decode()
     assert WebhookChannel.objects.count() == 1
 
 
-DESTINATIONS = "/admin/webhooks/webhookchannel/"
+CHANNELS = "/admin/webhooks/webhookchannel/"
 DELIVERIES = "/admin/webhooks/webhookdelivery/"
 
 
-def destination_state(destination):
-    destination.refresh_from_db()
-    return (destination.enabled, destination.disabled_reason, store_secret(destination.store))
+def channel_state(channel):
+    channel.refresh_from_db()
+    return (channel.enabled, channel.disabled_reason, store_secret(channel.store))
 
 
 @pytest.mark.parametrize(
     ("action", "enabled"),
     [("enable", False), ("disable", True), ("rotate_secret", True)],
 )
-def test_view_only_staff_cannot_run_destination_actions(store, receiver, action, enabled):
+def test_view_only_staff_cannot_run_channel_actions(store, receiver, action, enabled):
     # given
-    destination = destination_for(store, receiver.url, enabled=enabled)
-    before = destination_state(destination)
+    channel = channel_for(store, receiver.url, enabled=enabled)
+    before = channel_state(channel)
     viewer = staff_client_with("webhooks.view_webhookchannel")
-    assert viewer.get(DESTINATIONS).status_code == 200
+    assert viewer.get(CHANNELS).status_code == 200
     # when
-    response = post_action(viewer, DESTINATIONS, action, [destination.pk])
+    response = post_action(viewer, CHANNELS, action, [channel.pk])
     # then
-    assert destination_state(destination) == before
-    assert store_secret(destination.store) not in response.content.decode()
+    assert channel_state(channel) == before
+    assert store_secret(channel.store) not in response.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -147,30 +147,30 @@ def test_view_only_staff_cannot_run_destination_actions(store, receiver, action,
         ("rotate_secret", True, lambda d: store_secret(d.store, previous=True) != ""),
     ],
 )
-def test_staff_with_the_change_permission_run_destination_actions(
+def test_staff_with_the_change_permission_run_channel_actions(
     store, receiver, action, enabled, changed
 ):
-    destination = destination_for(store, receiver.url, enabled=enabled)
+    channel = channel_for(store, receiver.url, enabled=enabled)
     editor = staff_client_with("webhooks.view_webhookchannel", "webhooks.change_webhookchannel")
 
-    post_action(editor, DESTINATIONS, action, [destination.pk])
+    post_action(editor, CHANNELS, action, [channel.pk])
 
-    destination.refresh_from_db()
-    assert changed(destination)
+    channel.refresh_from_db()
+    assert changed(channel)
 
 
 def test_a_rotated_secret_is_shown_once_uncached_and_never_in_a_cookie(store, receiver):
     # given
-    destination = destination_for(store, receiver.url)
-    other = destination_for(MembershipFactory().store, receiver.url)
+    channel = channel_for(store, receiver.url)
+    other = channel_for(MembershipFactory().store, receiver.url)
     editor = staff_client_with("webhooks.view_webhookchannel", "webhooks.change_webhookchannel")
     # when
-    response = post_action(editor, DESTINATIONS, "rotate_secret", [destination.pk, other.pk])
+    response = post_action(editor, CHANNELS, "rotate_secret", [channel.pk, other.pk])
     # then
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     page = response.content.decode()
-    for rotated in (destination, other):
+    for rotated in (channel, other):
         rotated.refresh_from_db()
         assert (
             store_secret(rotated.store).startswith("whsec_") and store_secret(rotated.store) in page
@@ -178,11 +178,11 @@ def test_a_rotated_secret_is_shown_once_uncached_and_never_in_a_cookie(store, re
         assert rotated.store.slug in page
         assert not cookies_carry(response, editor, store_secret(rotated.store))
         assert not sessions_carry(store_secret(rotated.store))
-        assert store_secret(rotated.store) not in editor.get(DESTINATIONS).content.decode()
+        assert store_secret(rotated.store) not in editor.get(CHANNELS).content.decode()
 
 
 def test_view_only_staff_cannot_replay_a_delivery(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     viewer = staff_client_with("webhooks.view_webhookdelivery")
     assert viewer.get(DELIVERIES).status_code == 200
@@ -193,7 +193,7 @@ def test_view_only_staff_cannot_replay_a_delivery(store, receiver):
 
 
 def test_staff_who_may_add_deliveries_replay_one(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     replayer = staff_client_with("webhooks.view_webhookdelivery", "webhooks.add_webhookdelivery")
 

@@ -1,5 +1,5 @@
 """One attempt has one time budget (WEBHOOKS_TIMEOUT_SECONDS) for DNS, connect and the whole
-answer, so a slow destination cannot outlive the delivery's lease (two workers would then send
+answer, so a slow channel cannot outlive the delivery's lease (two workers would then send
 the same delivery at once)."""
 
 import socket
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.webhooks.helpers import destination_for, record_order_completed
+from tests.webhooks.helpers import channel_for, record_order_completed
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 
@@ -70,7 +70,7 @@ def budget(settings):
 
 
 def attempt_and_time(store, url):
-    destination_for(store, url)
+    channel_for(store, url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     started = time.monotonic()
     status = delivery_send(delivery_id=delivery.pk)
@@ -126,7 +126,7 @@ def test_a_slow_name_lookup_counts_against_the_attempt_budget(store, budget, mon
 
 def test_an_answer_within_the_budget_is_unaffected(store, budget, receiver):
     # given two attempts in a row on one kept-alive connection
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     first = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
     second = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
 
@@ -171,8 +171,8 @@ def test_timings_that_let_a_send_outlive_its_leases_are_configuration_errors(
         ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2, "webhooks.E003", False),
         ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2.5, "webhooks.E003", True),  # holds a web worker
         ("WEBHOOKS_DNS_TIMEOUT_SECONDS", 0, "webhooks.E003", True),
-        ("WEBHOOKS_DESTINATION_CONCURRENCY", 1, "webhooks.E004", False),
-        ("WEBHOOKS_DESTINATION_CONCURRENCY", 0, "webhooks.E004", True),  # nothing ever sent
+        ("WEBHOOKS_CHANNEL_CONCURRENCY", 1, "webhooks.E004", False),
+        ("WEBHOOKS_CHANNEL_CONCURRENCY", 0, "webhooks.E004", True),  # nothing ever sent
         ("WEBHOOKS_ACCOUNT_CONCURRENCY", 1, "webhooks.E004", False),
         ("WEBHOOKS_ACCOUNT_CONCURRENCY", 0, "webhooks.E004", True),
         ("WEBHOOKS_FAILING_CONCURRENCY", 1, "webhooks.E004", False),
@@ -189,7 +189,7 @@ def test_bounded_settings_outside_their_bounds_are_configuration_errors(
     assert (check_id in [message.id for message in run_checks()]) is refused
 
 
-@pytest.mark.parametrize("task_name", ["delivery_send_task", "destination_drain_task"])
+@pytest.mark.parametrize("task_name", ["delivery_send_task", "channel_drain_task"])
 def test_the_sending_tasks_are_killed_before_the_lease_of_their_attempt_ends(task_name):
     from django.conf import settings as django_settings
 

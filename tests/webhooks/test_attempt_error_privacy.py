@@ -1,5 +1,5 @@
-"""A stored attempt error names the failure's kind and the destination's origin, never the
-URL's path or query, which can be a credential (issue 23 point 1; docs/decisions/hardening.md
+"""A stored attempt error names the failure's kind and the channel's origin, never the
+URL's path or query, which can be a credential (docs/decisions/hardening.md
 "Hardening III"). Each kind is a real local failure."""
 
 import socket
@@ -9,7 +9,7 @@ from importlib import import_module
 import pytest
 
 from tests.webhooks.dns import HOST, FakeDns
-from tests.webhooks.helpers import destination_for, record_order_completed
+from tests.webhooks.helpers import channel_for, record_order_completed
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
 
@@ -65,7 +65,7 @@ def secret_url(origin: str) -> str:
 
 
 def attempt_error(store, origin: str) -> str:
-    destination_for(store, secret_url(origin))
+    channel_for(store, secret_url(origin))
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     assert delivery_send(delivery_id=delivery.pk) == "pending"
     return WebhookDeliveryAttempt.objects.get(delivery=delivery).error
@@ -75,8 +75,8 @@ def attempt_error(store, origin: str) -> str:
 def test_the_stored_error_and_the_admin_page_hold_no_path_or_query(
     store, settings, private_allowed, admin_client
 ):
-    # given a destination whose path and query are credentials, on the discard port
-    destination_for(store, secret_url("http://127.0.0.1:9"))
+    # given a channel whose path and query are credentials, on the discard port
+    channel_for(store, secret_url("http://127.0.0.1:9"))
     # production refuses the loopback address at send time; development tries it
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = private_allowed
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
@@ -103,9 +103,9 @@ def test_a_closed_port_is_connection_refused(store):
 
 
 def test_an_unresolvable_name_is_a_dns_failure(store, monkeypatch):
-    # the name resolves while the destination is saved, and no longer when it is sent to
+    # the name resolves while the channel is saved, and no longer when it is sent to
     dns = FakeDns(monkeypatch, "127.0.0.1")
-    destination_for(store, secret_url(f"http://{HOST}:{closed_port()}"))
+    channel_for(store, secret_url(f"http://{HOST}:{closed_port()}"))
     dns.address = None
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -149,7 +149,7 @@ def test_errors_stored_before_the_fix_are_rewritten_by_their_migration(store):
     from django.apps import apps
 
     migration = import_module("webhooks.migrations.0008_scrub_stored_attempt_errors")
-    destination_for(store, secret_url("http://127.0.0.1:9"))
+    channel_for(store, secret_url("http://127.0.0.1:9"))
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     for number, old_error in enumerate([*OLD_ERRORS, "HTTP 500"], start=1):
         WebhookDeliveryAttempt.objects.create(

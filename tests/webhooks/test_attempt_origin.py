@@ -1,5 +1,5 @@
-"""An attempt keeps the origin it was sent to, never the destination's full URL, whose path and
-query can be a credential (issue 29 point 4; docs/decisions/hardening.md "Hardening IV"), and
+"""An attempt keeps the origin it was sent to, never the channel's full URL, whose path and
+query can be a credential (docs/decisions/hardening.md "Hardening IV"), and
 the migration that brought this leaves stored attempts with their origin only."""
 
 from datetime import timedelta
@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed
 from webhooks.dispatch.attempts import delivery_claim, delivery_send
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt
 
@@ -23,9 +23,9 @@ def stored_attempts(delivery) -> str:
 
 
 def test_an_attempt_is_sent_to_the_full_url_and_keeps_only_its_origin(store, receiver):
-    # given a destination whose path and query are its credential, and a receiver failing once
+    # given a channel whose path and query are its credential, and a receiver failing once
     origin = "http://" + urlsplit(receiver.url).netloc
-    destination_for(store, f"{origin}{SECRET_PATH}?{SECRET_QUERY}")
+    channel_for(store, f"{origin}{SECRET_PATH}?{SECRET_QUERY}")
     replies = iter([Reply(500), Reply(200)])
     receiver.respond = lambda request: next(replies)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
@@ -58,7 +58,7 @@ AFTER = [("webhooks", "0009_attempt_origin")]
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_keeps_only_the_origin_of_attempts_stored_before(store):
     # given attempts stored with full URLs by the schema before the migration
-    destination_for(store, "http://127.0.0.1:9")
+    channel_for(store, "http://127.0.0.1:9")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     stored_urls = {
         1: f"https://Hooks.Example.com{SECRET_PATH}?{SECRET_QUERY}",

@@ -1,4 +1,4 @@
-"""/api/v2/webhook-channels (issue 31 §1): the nine operations of the official SDK, the
+"""/api/v2/webhook-channels: the nine operations of the official SDK, the
 envelope, abilities and store rules, and the synchronous test send against a real receiver."""
 
 import json

@@ -45,7 +45,7 @@ def test_recover_takes_an_event_at_since_and_leaves_one_at_until(auth_client, st
     channel = WebhookChannelFactory(store=store, url=receiver.url)
     at_since = record_order_completed(store, order_id=1)
     at_until = record_order_completed(store, order_id=2)
-    WebhookDelivery.objects.filter(destination=channel).update(status="failed")
+    WebhookDelivery.objects.filter(channel=channel).update(status="failed")
 
     # when: the window starts exactly at the first and ends exactly at the second
     response = auth_client.post(
@@ -57,5 +57,5 @@ def test_recover_takes_an_event_at_since_and_leaves_one_at_until(auth_client, st
     # then: since is inside the window, until is not
     assert response.status_code == 202, response.json()
     assert response.json()["data"]["queued"] == 1
-    pending = WebhookDelivery.objects.filter(destination=channel, status="pending")
+    pending = WebhookDelivery.objects.filter(channel=channel, status="pending")
     assert [delivery.event_id for delivery in pending] == [at_since.id]

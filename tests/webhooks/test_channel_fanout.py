@@ -1,4 +1,4 @@
-"""Issue 31 §1: every event goes to every channel of the store whose allowed_notifications
+"""Every event goes to every channel of the store whose allowed_notifications
 include it, one delivery per channel, each signed with the store's secret and replayed to its
 own channel."""
 
@@ -33,7 +33,7 @@ def test_one_delivery_per_channel_allowed_the_event(store, other_store, receiver
     event = record_order_completed(store)
 
     # then
-    deliveries = {d.destination_id: d.status for d in WebhookDelivery.objects.filter(event=event)}
+    deliveries = {d.channel_id: d.status for d in WebhookDelivery.objects.filter(event=event)}
     # the disabled one gets none (recover sends it what it missed once enabled again)
     assert deliveries == {first.pk: "pending", second.pk: "pending"}
     assert off.pk not in deliveries
@@ -50,13 +50,13 @@ def test_a_replay_goes_to_the_delivery_s_own_channel(store, receiver):
     first = WebhookChannelFactory(store=store, url=f"{receiver.url}/a")
     second = WebhookChannelFactory(store=store, url=f"{receiver.url}/b")
     event = record_order_completed(store)
-    original = WebhookDelivery.objects.get(event=event, destination=second)
+    original = WebhookDelivery.objects.get(event=event, channel=second)
 
     # when
     replayed = delivery_replay(store=store, delivery_id=original.pk)
 
     # then
-    assert (replayed.destination_id, replayed.event_id) == (second.pk, event.pk)
+    assert (replayed.channel_id, replayed.event_id) == (second.pk, event.pk)
     assert first.pk != second.pk
     delivery_send(delivery_id=replayed.pk)
     assert [request.path for request in receiver.received()] == ["/hooks/b"]
@@ -68,7 +68,7 @@ def test_the_delivery_history_names_each_delivery_s_channel(auth_client, store, 
     event = record_order_completed(store)
 
     listed = auth_client.get("/api/v2/webhook-deliveries").json()["data"]
-    one = WebhookDelivery.objects.get(event=event, destination=first)
+    one = WebhookDelivery.objects.get(event=event, channel=first)
     read = auth_client.get(f"/api/v2/webhook-deliveries/{one.pk}").json()["data"]
 
     assert sorted(item["channel_id"] for item in listed) == sorted(

@@ -1,4 +1,4 @@
-"""POST /api/v2/webhook-channels/{id}/recover (issue 31 §2): every retained event of the window
+"""POST /api/v2/webhook-channels/{id}/recover: every retained event of the window
 that the channel missed, exactly once; 409 for a disabled channel, 422 outside retention, and
 bounded work per request."""
 
@@ -28,7 +28,7 @@ def recover(client, channel, **window):
 
 
 def send_pending(channel):
-    for delivery in WebhookDelivery.objects.filter(destination=channel, status="pending"):
+    for delivery in WebhookDelivery.objects.filter(channel=channel, status="pending"):
         delivery_send(delivery_id=delivery.pk)
 
 
@@ -48,7 +48,7 @@ def test_a_gone_receiver_then_recover_delivers_every_missed_event_once(
     # when: enabled again and the receiver well, one recover call, then another
     receiver.respond = lambda request: Reply(200)
     auth_client.patch(f"/api/v2/webhook-channels/{channel.uid}", {"enabled": True}, format="json")
-    assert not WebhookDelivery.objects.filter(destination=channel, status="pending").exists()
+    assert not WebhookDelivery.objects.filter(channel=channel, status="pending").exists()
     first = recover(auth_client, channel)
     send_pending(channel)
     again = recover(auth_client, channel)
@@ -99,7 +99,7 @@ def test_a_large_window_is_recovered_in_bounded_calls(auth_client, store, receiv
     settings.WEBHOOKS_RECOVER_MAX = 4
     channel = WebhookChannelFactory(store=store, url=receiver.url)
     events = [record_order_completed(store, order_id=n) for n in range(7)]
-    WebhookDelivery.objects.filter(destination=channel).update(status="failed")
+    WebhookDelivery.objects.filter(channel=channel).update(status="failed")
     # when
     first = recover(auth_client, channel).json()["data"]
     second = recover(auth_client, channel, since=first["until"]).json()["data"]

@@ -40,7 +40,7 @@ def test_an_event_fans_out_to_a_channel_while_a_change_of_it_is_open(store, rece
                 cursor.execute("SET LOCAL lock_timeout = '2s'")
             event = record_order_completed(store, order_id=1)
         # then: its delivery to the channel is written, without waiting for the change
-        assert WebhookDelivery.objects.filter(event=event, destination=channel).count() == 1
+        assert WebhookDelivery.objects.filter(event=event, channel=channel).count() == 1
     finally:
         release.set()
         changer.join(10)

@@ -3,9 +3,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from events.services import record
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed
 from webhooks.dispatch.attempts import delivery_send
-from webhooks.dispatch.failures import destination_enabled_set
+from webhooks.dispatch.failures import channel_enabled_set
 from webhooks.models import WebhookDelivery
 
 LIST_URL = "/api/v2/webhook-deliveries"
@@ -27,8 +27,8 @@ DELIVERY_FIELDS = {
 
 
 @pytest.fixture
-def destination(store, receiver):
-    return destination_for(store, receiver.url)
+def channel(store, receiver):
+    return channel_for(store, receiver.url)
 
 
 def deliver(store, order_id=1):
@@ -51,7 +51,7 @@ def test_event_types_come_from_the_registry(auth_client):
     assert types["order.completed"]["description"]
 
 
-def test_list_is_paginated_newest_first(auth_client, store, destination):
+def test_list_is_paginated_newest_first(auth_client, store, channel):
     deliveries = [deliver(store, order_id=n) for n in range(1, 4)]
 
     response = auth_client.get(LIST_URL, {"limit": 2})
@@ -64,7 +64,7 @@ def test_list_is_paginated_newest_first(auth_client, store, destination):
     assert set(body["data"][0]) == DELIVERY_FIELDS
 
 
-def test_delivery_resource_shows_the_origin_only(auth_client, store, receiver, destination):
+def test_delivery_resource_shows_the_origin_only(auth_client, store, receiver, channel):
     delivery = deliver(store)
 
     response = auth_client.get(f"{LIST_URL}/{delivery.pk}")
@@ -81,7 +81,7 @@ def test_delivery_resource_shows_the_origin_only(auth_client, store, receiver, d
     assert "/hooks" not in str(response.json())
 
 
-def test_list_filters(auth_client, store, receiver, destination):
+def test_list_filters(auth_client, store, receiver, channel):
     receiver.respond = lambda request: Reply(200)
     sent = deliver(store, order_id=1)
     delivery_send(delivery_id=sent.pk)
@@ -132,7 +132,7 @@ def test_a_filter_sent_empty_is_refused_not_ignored(auth_client, name):
 
 
 def test_other_stores_deliveries_are_invisible(auth_client, other_store, receiver):
-    destination_for(other_store, receiver.url)
+    channel_for(other_store, receiver.url)
     theirs = deliver(other_store)
 
     assert auth_client.get(LIST_URL).json()["data"] == []
@@ -152,7 +152,7 @@ def test_unknown_or_malformed_delivery_is_404(auth_client, delivery_id):
 
 
 def test_replay_creates_a_new_pending_delivery_of_the_same_event(
-    auth_client, store, receiver, destination
+    auth_client, store, receiver, channel
 ):
     # given a delivery that was sent
     original = deliver(store)
@@ -176,7 +176,7 @@ def test_replay_creates_a_new_pending_delivery_of_the_same_event(
     assert [r.headers["webhook-id"] for r in receiver.received()] == [original.event_id] * 2
 
 
-def test_replay_without_a_body_is_accepted(auth_client, store, destination):
+def test_replay_without_a_body_is_accepted(auth_client, store, channel):
     original = deliver(store)
 
     response = auth_client.post(f"{LIST_URL}/{original.pk}/replay")
@@ -187,7 +187,7 @@ def test_replay_without_a_body_is_accepted(auth_client, store, destination):
 @pytest.mark.parametrize(
     "body", [{"url": "https://evil.example.com"}, {"payload": {}}, {"query": "x"}]
 )
-def test_replay_body_must_be_an_empty_object(auth_client, store, destination, body):
+def test_replay_body_must_be_an_empty_object(auth_client, store, channel, body):
     original = deliver(store)
 
     response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", body)
@@ -197,7 +197,7 @@ def test_replay_body_must_be_an_empty_object(auth_client, store, destination, bo
     assert WebhookDelivery.objects.count() == 1
 
 
-def test_replay_body_must_be_an_object(auth_client, store, destination):
+def test_replay_body_must_be_an_object(auth_client, store, channel):
     original = deliver(store)
 
     response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", [], format="json")
@@ -205,17 +205,17 @@ def test_replay_body_must_be_an_object(auth_client, store, destination):
     assert response.status_code == 400
 
 
-def test_replay_to_a_disabled_destination_is_422(auth_client, store, destination):
+def test_replay_to_a_disabled_channel_is_422(auth_client, store, channel):
     original = deliver(store)
-    destination_enabled_set(destination=destination, enabled=False)
+    channel_enabled_set(channel=channel, enabled=False)
 
     response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {})
 
     assert response.status_code == 422
-    assert response.json()["param"] == "destination"
+    assert response.json()["param"] == "channel"
 
 
-def test_replay_without_a_destination_is_422(auth_client, store, destination):
+def test_replay_without_a_channel_is_422(auth_client, store, channel):
     original = deliver(store)
     auth_client.delete("/api/v2/webhook-destination")
 
@@ -226,7 +226,7 @@ def test_replay_without_a_destination_is_422(auth_client, store, destination):
     assert original.status == "disabled"
 
 
-def test_replay_with_the_same_key_is_replayed_not_repeated(auth_client, store, destination):
+def test_replay_with_the_same_key_is_replayed_not_repeated(auth_client, store, channel):
     original = deliver(store)
     headers = {"HTTP_IDEMPOTENCY_KEY": "replay-key-1"}
 
@@ -240,7 +240,7 @@ def test_replay_with_the_same_key_is_replayed_not_repeated(auth_client, store, d
     assert WebhookDelivery.objects.count() == 2
 
 
-def test_replay_key_reused_for_a_different_request_is_409(auth_client, store, destination):
+def test_replay_key_reused_for_a_different_request_is_409(auth_client, store, channel):
     first_delivery, second_delivery = deliver(store, 1), deliver(store, 2)
     headers = {"HTTP_IDEMPOTENCY_KEY": "replay-key-2"}
     auth_client.post(f"{LIST_URL}/{first_delivery.pk}/replay", {}, **headers)
@@ -255,7 +255,7 @@ def test_replay_key_reused_for_a_different_request_is_409(auth_client, store, de
 
 
 @pytest.mark.parametrize("key", ["", "short", "k" * 7, "k" * 256])
-def test_replay_key_length_is_8_to_255(auth_client, store, destination, key):
+def test_replay_key_length_is_8_to_255(auth_client, store, channel, key):
     original = deliver(store)
 
     response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {}, HTTP_IDEMPOTENCY_KEY=key)
@@ -267,7 +267,7 @@ def test_replay_key_length_is_8_to_255(auth_client, store, destination, key):
 
 
 @pytest.mark.parametrize("key", ["k" * 8, "k" * 255])
-def test_replay_keys_of_8_and_255_characters_are_accepted(auth_client, store, destination, key):
+def test_replay_keys_of_8_and_255_characters_are_accepted(auth_client, store, channel, key):
     original = deliver(store)
     url = f"{LIST_URL}/{original.pk}/replay"
 
@@ -279,7 +279,7 @@ def test_replay_keys_of_8_and_255_characters_are_accepted(auth_client, store, de
     assert WebhookDelivery.objects.count() == 2
 
 
-def test_replay_needs_webhook_write(client_for, user, store, destination):
+def test_replay_needs_webhook_write(client_for, user, store, channel):
     from tests.factories import make_api_key
 
     original = deliver(store)
@@ -289,7 +289,7 @@ def test_replay_needs_webhook_write(client_for, user, store, destination):
     assert client.post(f"{LIST_URL}/{original.pk}/replay", {}).status_code == 403
 
 
-def test_list_query_count_does_not_depend_on_the_page_size(auth_client, store, destination):
+def test_list_query_count_does_not_depend_on_the_page_size(auth_client, store, channel):
     for order_id in range(12):
         deliver(store, order_id=order_id)
     counts = {}

@@ -1,4 +1,4 @@
-"""GET /api/v2/webhook-deliveries/{delivery}/attempts (issue 31 §3): each attempt, oldest first,
+"""GET /api/v2/webhook-deliveries/{delivery}/attempts: each attempt, oldest first,
 never the URL's path or query; the same store rules and 404s as the delivery."""
 
 import pytest

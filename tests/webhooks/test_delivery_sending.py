@@ -15,14 +15,14 @@ from tests.concurrency import run_at_once
 from tests.factories import StoreFactory
 from tests.webhooks.helpers import (
     Reply,
-    destination_for,
+    channel_for,
     queued,
     record_order_completed,
     store_secret,
 )
-from webhooks.channels.services import destination_secret_rotate
+from webhooks.channels.services import signing_secret_rotate
 from webhooks.dispatch.attempts import delivery_claim, delivery_send
-from webhooks.dispatch.queueing import deliveries_sweep, destination_drain_marker_clear
+from webhooks.dispatch.queueing import channel_drain_marker_clear, deliveries_sweep
 from webhooks.models import (
     WebhookChannel,
     WebhookDelivery,
@@ -42,7 +42,7 @@ def send_now(delivery):
 
 
 def test_record_creates_a_pending_delivery_for_a_subscribed_type(store, receiver):
-    destination_for(store, receiver.url, event_types=["order.completed"])
+    channel_for(store, receiver.url, event_types=["order.completed"])
 
     event = record_order_completed(store)
 
@@ -54,8 +54,8 @@ def test_record_creates_a_pending_delivery_for_a_subscribed_type(store, receiver
     assert delivery.next_attempt_at is not None
 
 
-def test_no_delivery_for_unsubscribed_types_or_without_destination(store, other_store, receiver):
-    destination_for(store, receiver.url, event_types=["coupon.created"])
+def test_no_delivery_for_unsubscribed_types_or_without_channel(store, other_store, receiver):
+    channel_for(store, receiver.url, event_types=["coupon.created"])
 
     record_order_completed(store)
     record_order_completed(other_store)
@@ -65,7 +65,7 @@ def test_no_delivery_for_unsubscribed_types_or_without_destination(store, other_
 
 def test_disabled_destination_gets_no_delivery(store, receiver):
     # Recover sends it what it missed once it is enabled again.
-    destination_for(store, receiver.url, enabled=False)
+    channel_for(store, receiver.url, enabled=False)
 
     event = record_order_completed(store)
 
@@ -73,10 +73,10 @@ def test_disabled_destination_gets_no_delivery(store, receiver):
     assert receiver.received() == []
 
 
-def test_a_delivery_whose_destination_was_disabled_since_is_never_sent(store, receiver):
-    destination = destination_for(store, receiver.url)
+def test_a_delivery_whose_channel_was_disabled_since_is_never_sent(store, receiver):
+    channel = channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
-    WebhookChannel.objects.filter(pk=destination.pk).update(enabled=False)
+    WebhookChannel.objects.filter(pk=channel.pk).update(enabled=False)
 
     outcome = send_now(delivery)
 
@@ -88,7 +88,7 @@ def test_a_delivery_whose_destination_was_disabled_since_is_never_sent(store, re
 
 
 def test_success_sends_a_signed_standard_webhook(store, receiver):
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     event = record_order_completed(store)
     delivery = WebhookDelivery.objects.get(event=event)
 
@@ -101,7 +101,7 @@ def test_success_sends_a_signed_standard_webhook(store, receiver):
     assert request.headers["User-Agent"] == "Storefront-Webhooks/1.0"
     assert request.headers["Content-Type"] == "application/json"
     # The receiver's verification, with the Standard Webhooks library.
-    payload = Webhook(store_secret(destination.store)).verify(request.body, request.headers)
+    payload = Webhook(store_secret(channel.store)).verify(request.body, request.headers)
     assert payload == {**json.loads(json.dumps(event_resource(event))), "test": False}
     assert payload["data"] == {"total_cents": 1250, "currency": "EUR"}
     delivery.refresh_from_db()
@@ -115,7 +115,7 @@ def test_success_sends_a_signed_standard_webhook(store, receiver):
 
 def test_without_a_signing_secret_nothing_is_sent_and_the_attempt_says_why(store, receiver):
     # given: a channel of a store whose signing secret was never set (as the SDK creates one)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     WebhookSigningSecret.objects.filter(store=store).delete()
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -128,7 +128,7 @@ def test_without_a_signing_secret_nothing_is_sent_and_the_attempt_says_why(store
     attempt = WebhookDeliveryAttempt.objects.get(delivery=delivery)
     assert "no signing secret" in attempt.error
     # once the secret is set, the retry goes out signed
-    destination_secret_rotate(store=store)
+    signing_secret_rotate(store=store)
     assert send_now(delivery) == "succeeded"
     (request,) = receiver.received()
     Webhook(store_secret(store)).verify(request.body, request.headers)
@@ -137,20 +137,20 @@ def test_without_a_signing_secret_nothing_is_sent_and_the_attempt_says_why(store
 def test_a_tampered_body_fails_verification(store, receiver):
     from standardwebhooks.webhooks import WebhookVerificationError
 
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     send_now(delivery)
     (request,) = receiver.received()
 
     with pytest.raises(WebhookVerificationError):
-        Webhook(store_secret(destination.store)).verify(
+        Webhook(store_secret(channel.store)).verify(
             request.body.replace(b"1250", b"9999"), request.headers
         )
 
 
 def test_after_rotation_both_secrets_verify(store, receiver):
-    old = store_secret(destination_for(store, receiver.url).store)
-    new = destination_secret_rotate(store=store).secret
+    old = store_secret(channel_for(store, receiver.url).store)
+    new = signing_secret_rotate(store=store).secret
     send_now(WebhookDelivery.objects.get(event=record_order_completed(store)))
 
     (request,) = receiver.received()
@@ -160,7 +160,7 @@ def test_after_rotation_both_secrets_verify(store, receiver):
 
 
 def test_retry_then_success(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     replies = iter([Reply(500, b"boom"), Reply(200, b"ok")])
     receiver.respond = lambda request: next(replies)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
@@ -179,7 +179,7 @@ def test_retry_then_success(store, receiver):
 
 
 def test_retries_exhausted_is_failed(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(503, b"down")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -194,7 +194,7 @@ def test_retries_exhausted_is_failed(store, receiver):
 
 def test_retry_waits_follow_the_schedule(store, receiver, settings):
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(500)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -223,7 +223,7 @@ def test_retry_after_is_honoured_only_when_longer_on_429_and_503(
     store, receiver, settings, status, retry_after, expected_wait
 ):
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300, 1800)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(status, headers={"Retry-After": retry_after})
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -241,7 +241,7 @@ def test_a_retry_after_past_the_schedules_longest_wait_is_capped_at_it(
 ):
     # given a schedule whose longest wait is 300 s, and a receiver asking for far longer
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (5, 300)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(503, headers={"Retry-After": retry_after})
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -261,7 +261,7 @@ def test_network_error_is_retried(store, settings):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    destination_for(store, f"http://127.0.0.1:{port}/hooks")
+    channel_for(store, f"http://127.0.0.1:{port}/hooks")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     assert send_now(delivery) == "pending"
@@ -271,14 +271,12 @@ def test_network_error_is_retried(store, settings):
     assert "connection" in delivery.attempt_records.get().error
 
 
-def test_the_attempt_log_line_names_the_error_kind_never_the_destination_path(
-    store, settings, caplog
-):
-    # a destination path that is a credential, on a port nobody listens on
+def test_the_attempt_log_line_names_the_error_kind_never_the_channel_path(store, settings, caplog):
+    # a channel path that is a credential, on a port nobody listens on
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    destination_for(store, f"http://127.0.0.1:{port}/services/T0SECRETPATH")
+    channel_for(store, f"http://127.0.0.1:{port}/services/T0SECRETPATH")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     with caplog.at_level("INFO", logger="webhooks.dispatch.attempts"):
@@ -294,7 +292,7 @@ def test_the_attempt_log_line_names_the_error_kind_never_the_destination_path(
 
 
 def test_timeout_is_a_failed_attempt(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(200, delay=2.5)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -308,7 +306,7 @@ def test_timeout_is_a_failed_attempt(store, receiver):
 
 
 def test_redirect_is_not_followed(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(
         302, headers={"Location": receiver.url.replace("/hooks", "/elsewhere")}
     )
@@ -322,7 +320,7 @@ def test_redirect_is_not_followed(store, receiver):
 
 
 def test_response_body_is_truncated_to_1_kib(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(500, b"x" * 5000)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -333,41 +331,41 @@ def test_response_body_is_truncated_to_1_kib(store, receiver):
     assert delivery.attempt_records.get().response_body == "x" * 1024
 
 
-def test_410_gone_disables_the_destination(store, receiver):
-    destination = destination_for(store, receiver.url)
+def test_410_gone_disables_the_channel(store, receiver):
+    channel = channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(410, b"gone")
     first = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
     second = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=2))
 
     assert send_now(first) == "failed"
 
-    destination.refresh_from_db()
-    assert destination.enabled is False and destination.disabled_reason == "gone"
+    channel.refresh_from_db()
+    assert channel.enabled is False and channel.disabled_reason == "gone"
     second.refresh_from_db()
     assert second.status == "disabled" and second.attempts == 0
     # later events get no delivery while it is off (recover sends them once it is enabled)
     assert not WebhookDelivery.objects.filter(event=record_order_completed(store, order_id=3))
 
 
-def test_failing_every_attempt_for_five_days_disables_the_destination(store, receiver):
-    destination = destination_for(store, receiver.url)
+def test_failing_every_attempt_for_five_days_disables_the_channel(store, receiver):
+    channel = channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(500)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     send_now(delivery)
-    destination.refresh_from_db()
-    assert destination.enabled and destination.failing_since is not None
-    WebhookChannel.objects.filter(pk=destination.pk).update(
+    channel.refresh_from_db()
+    assert channel.enabled and channel.failing_since is not None
+    WebhookChannel.objects.filter(pk=channel.pk).update(
         failing_since=timezone.now() - timedelta(days=5, minutes=1)
     )
     send_now(delivery)
 
-    destination.refresh_from_db()
-    assert destination.enabled is False and destination.disabled_reason == "failing"
+    channel.refresh_from_db()
+    assert channel.enabled is False and channel.disabled_reason == "failing"
 
 
 def test_a_success_resets_the_failing_clock(store, receiver):
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     replies = iter([Reply(500), Reply(200)])
     receiver.respond = lambda request: next(replies)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
@@ -375,13 +373,13 @@ def test_a_success_resets_the_failing_clock(store, receiver):
     send_now(delivery)
     send_now(delivery)
 
-    destination.refresh_from_db()
-    assert destination.failing_since is None and destination.enabled
+    channel.refresh_from_db()
+    assert channel.failing_since is None and channel.enabled
 
 
 def test_send_time_check_refuses_loopback_without_the_dev_flag(store, receiver, settings):
-    # given a destination saved while private destinations were allowed
-    destination_for(store, receiver.url)
+    # given a channel saved while private channels were allowed
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
 
@@ -407,7 +405,7 @@ def test_send_time_check_uses_the_address_connected_to(store, receiver, settings
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
-    destination_for(store, "https://rebind.example.com/hooks")
+    channel_for(store, "https://rebind.example.com/hooks")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     answer["address"] = "10.20.30.40"
 
@@ -425,7 +423,7 @@ def test_send_time_check_refuses_metadata_even_with_the_dev_flag(store, monkeypa
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("169.254.169.254", port))]
         return real(host, port, *args, **kwargs)
 
-    destination_for(store, "http://meta.example.com/hooks")
+    channel_for(store, "http://meta.example.com/hooks")
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
@@ -436,7 +434,7 @@ def test_send_time_check_refuses_metadata_even_with_the_dev_flag(store, monkeypa
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_claims_give_an_attempt_to_one_worker_only(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     claims = run_at_once(lambda: delivery_claim(delivery_id=delivery.pk), 8)
@@ -449,7 +447,7 @@ def test_concurrent_claims_give_an_attempt_to_one_worker_only(store, receiver):
 
 
 def test_an_expired_lease_can_be_taken_over_and_the_lost_attempt_is_recorded(store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     assert delivery_claim(delivery_id=delivery.pk) is not None  # a worker that then dies
     assert delivery_claim(delivery_id=delivery.pk) is None  # lease still held
@@ -471,8 +469,8 @@ def test_sweeper_queues_due_deliveries_whose_message_may_be_lost(
 ):
     settings.WEBHOOKS_REQUEUE_AFTER_SECONDS = 60
     # given deliveries whose drains were queued on commit (their markers stand)
-    destination_for(store, receiver.url)
-    other = destination_for(other_store, receiver.url)
+    channel_for(store, receiver.url)
+    other = channel_for(other_store, receiver.url)
     with django_capture_on_commit_callbacks(execute=True):
         record_order_completed(store, order_id=1)
         lost = WebhookDelivery.objects.get(event=record_order_completed(other_store, order_id=2))
@@ -485,9 +483,9 @@ def test_sweeper_queues_due_deliveries_whose_message_may_be_lost(
         enqueued_at=None, next_attempt_at=timezone.now() + timedelta(minutes=5)
     )
 
-    # only `lost`'s destination is drained: the other's drain was just queued
+    # only `lost`'s channel is drained: the other's drain was just queued
     assert deliveries_sweep() == 1
-    assert queued() == [("webhooks.destination_drain", [other.pk])]
+    assert queued() == [("webhooks.channel_drain", [other.pk])]
     lost.refresh_from_db()
     assert lost.enqueued_at > long_ago
     assert deliveries_sweep() == 0
@@ -497,27 +495,27 @@ def test_sweeper_queues_at_once_what_a_drain_that_died_left(
     store, receiver, django_capture_on_commit_callbacks
 ):
     # given deliveries just queued, whose drain's marker then ran out (its worker died)
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     with django_capture_on_commit_callbacks(execute=True):
         record_order_completed(store, order_id=1)
         record_order_completed(store, order_id=2)
     app.control.purge()
     assert deliveries_sweep() == 0  # a drain is queued: nothing to do
-    destination_drain_marker_clear(destination.pk)
+    channel_drain_marker_clear(channel.pk)
 
     # when the sweeper runs, long before WEBHOOKS_REQUEUE_AFTER_SECONDS
     swept = deliveries_sweep()
 
-    # then it queues a drain of the destination
+    # then it queues a drain of the channel
     assert swept == 2
-    assert queued() == [("webhooks.destination_drain", [destination.pk])]
+    assert queued() == [("webhooks.channel_drain", [channel.pk])]
 
 
 def test_an_outcome_is_not_recorded_by_a_worker_that_lost_its_lease(store, receiver):
     from webhooks.dispatch.attempts import delivery_attempt_finish
     from webhooks.dispatch.sender import SendResult
 
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     claimed, attempt = delivery_claim(delivery_id=delivery.pk)
     # another worker took the delivery over after the lease ran out
@@ -533,15 +531,15 @@ def test_an_outcome_is_not_recorded_by_a_worker_that_lost_its_lease(store, recei
     assert not delivery.attempt_records.exists()
 
 
-def test_sweeper_catches_up_in_batches_of_destinations(store, receiver, settings):
+def test_sweeper_catches_up_in_batches_of_channels(store, receiver, settings):
     settings.WEBHOOKS_SWEEP_BATCH_SIZE = 2
     settings.WEBHOOKS_SWEEP_MAX_BATCHES = 2
     for each in [store, *StoreFactory.create_batch(4)]:
-        destination_for(each, receiver.url)
+        channel_for(each, receiver.url)
         record_order_completed(each)
     WebhookDelivery.objects.update(enqueued_at=None)
 
-    assert deliveries_sweep() == 4  # two batches of two destinations in one run
+    assert deliveries_sweep() == 4  # two batches of two channels in one run
     assert deliveries_sweep() == 1
     assert deliveries_sweep() == 0
 
@@ -553,7 +551,7 @@ def test_delivery_is_queued_on_commit_and_not_at_all_on_rollback(
 
     from events.services import record
 
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
 
     # a business transaction that fails after recording its event
     with pytest.raises(RuntimeError), transaction.atomic():
@@ -568,18 +566,18 @@ def test_delivery_is_queued_on_commit_and_not_at_all_on_rollback(
     assert WebhookDelivery.objects.filter(event=event, status="pending").count() == 1
 
 
-def test_a_destination_disabled_during_an_attempt_fails_the_delivery_instead_of_retrying(
+def test_a_channel_disabled_during_an_attempt_fails_the_delivery_instead_of_retrying(
     store, receiver
 ):
     from webhooks.dispatch.attempts import delivery_attempt_finish
-    from webhooks.dispatch.failures import destination_enabled_set
+    from webhooks.dispatch.failures import channel_enabled_set
     from webhooks.dispatch.sender import SendResult
 
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     claimed, attempt = delivery_claim(delivery_id=delivery.pk)
     # disabled while the attempt is in flight: the attempt's outcome settles the delivery
-    destination_enabled_set(destination=destination, enabled=False)
+    channel_enabled_set(channel=channel, enabled=False)
 
     status = delivery_attempt_finish(
         delivery=claimed, attempt=attempt, result=SendResult(500, "boom", "HTTP 500", 5)
@@ -593,18 +591,18 @@ def test_a_destination_disabled_during_an_attempt_fails_the_delivery_instead_of_
 
 
 @pytest.mark.parametrize("change", ["disable", "delete"])
-def test_a_dead_workers_delivery_to_a_disabled_or_deleted_destination_ends_failed(
+def test_a_dead_workers_delivery_to_a_disabled_or_deleted_channel_ends_failed(
     store, receiver, change
 ):
     from webhooks.channels.destination import destination_delete
-    from webhooks.dispatch.failures import destination_enabled_set
+    from webhooks.dispatch.failures import channel_enabled_set
 
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     assert delivery_claim(delivery_id=delivery.pk) is not None  # a worker that then dies
-    # settles the destination's waiting deliveries, but leaves the leased one to its next claim
+    # settles the channel's waiting deliveries, but leaves the leased one to its next claim
     if change == "disable":
-        destination_enabled_set(destination=destination, enabled=False)
+        channel_enabled_set(channel=channel, enabled=False)
     else:
         destination_delete(store=store)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 LIST_URL = "/api/v2/webhook-deliveries"
 
 
-def with_destination(store) -> None:
+def with_channel(store) -> None:
     # Deliveries are created for it; none is sent (no commit ends these tests' transaction).
     WebhookChannelFactory(store=store, event_types=["coupon.updated"])
 
@@ -48,7 +48,7 @@ def total(client, store, **filters) -> int:
 
 
 def test_the_unfiltered_total_is_the_counter_and_a_filtered_one_is_counted(store, auth_client):
-    with_destination(store)
+    with_channel(store)
     events = record_events(store, 5)
     WebhookDelivery.objects.filter(event__in=events[:2]).update(status="succeeded")
 
@@ -67,7 +67,7 @@ def test_the_unfiltered_total_is_the_counter_and_a_filtered_one_is_counted(store
 
 
 def test_a_page_past_the_end_takes_the_counter(store, auth_client):
-    with_destination(store)
+    with_channel(store)
     record_events(store, 3)
     response = auth_client.get(LIST_URL, {"limit": 2, "page": 5})
     body = response.json()
@@ -75,7 +75,7 @@ def test_a_page_past_the_end_takes_the_counter(store, auth_client):
 
 
 def test_a_replay_is_counted(store, auth_client):
-    with_destination(store)
+    with_channel(store)
     original = WebhookDelivery.objects.get(event=record_events(store, 1)[0])
 
     delivery_replay(store=store, delivery_id=original.pk)
@@ -86,7 +86,7 @@ def test_a_replay_is_counted(store, auth_client):
 def test_the_retention_prune_is_counted_per_store(store, auth_client, user):
     second = MembershipFactory(user=user).store
     for s in (store, second):
-        with_destination(s)
+        with_channel(s)
         record_events(s, 30)
     events_age(
         Event.objects.filter(subject_id__in=[str(n) for n in range(20)]),
@@ -104,7 +104,7 @@ def test_deleting_a_store_removes_its_counter_and_commits(user):
     doomed = MembershipFactory(user=user).store
     kept = MembershipFactory(user=user).store
     for s in (doomed, kept):
-        with_destination(s)
+        with_channel(s)
         record_events(s, 4)
 
     with transaction.atomic():  # the deferred foreign keys are checked at this commit
@@ -115,7 +115,7 @@ def test_deleting_a_store_removes_its_counter_and_commits(user):
 
 
 def test_recount_lists_repairs_the_delivery_counter(store, auth_client):
-    with_destination(store)
+    with_channel(store)
     record_events(store, 3)
     WebhookDeliveryTotal.objects.filter(store=store).update(deliveries=40)
     assert total(auth_client, store) == 40
@@ -130,7 +130,7 @@ def test_recount_lists_repairs_the_delivery_counter(store, auth_client):
 def test_a_delivery_cannot_move_to_another_store(store, other_store, auth_client):
     """The delivery counter has no UPDATE trigger (updates are the sending hot path); the one
     update that would change a total, a change of store, is refused instead."""
-    with_destination(store)
+    with_channel(store)
     record_events(store, 2)
     WebhookDelivery.objects.filter(store=store).update(status="succeeded", attempts=1)
     with pytest.raises(IntegrityError), transaction.atomic():

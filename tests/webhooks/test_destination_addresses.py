@@ -1,4 +1,4 @@
-"""Destinations cannot reach inside: one row per denied range, judged when the destination is
+"""Channels cannot reach inside: one row per denied range, judged when the channel is
 saved (PUT through the API) and when an attempt connects (the sender), and the save's DNS
 lookup is bounded by WEBHOOKS_DNS_TIMEOUT_SECONDS even when the name server never answers."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.servers import wait_for
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
-from tests.webhooks.helpers import destination_for, record_order_completed
+from tests.webhooks.helpers import channel_for, record_order_completed
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery
 
@@ -139,7 +139,7 @@ def dev_flag(settings):
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 
 
-# The path of a destination URL may hold a credential (hooks.slack.com/services/...): no log
+# The path of a channel URL may hold a credential (hooks.slack.com/services/...): no log
 # line may carry it.
 PATH = "/services/T0001/B0002/path-credential-x7Kq"
 
@@ -149,7 +149,7 @@ def put(client, url=f"https://{HOST}{PATH}"):
 
 
 def name_refusal(host=HOST, bound=2):
-    """The one refusal of a name, whatever its lookup found (issue 18, point 11)."""
+    """The one refusal of a name, whatever its lookup found."""
     return f"host {host} did not resolve within {bound:g} s to public internet addresses only"
 
 
@@ -227,7 +227,7 @@ def test_put_refuses_an_ipv4_literal_in_a_denied_range(auth_client, production):
 def test_put_refusal_does_not_tell_an_unknown_name_from_a_stalled_or_an_internal_one(
     auth_client, production, monkeypatch, unresponsive_name_server, refusal_log, settings
 ):
-    """Issue 18, point 11: which names resolve, and to what kind of internal address, is the
+    """Which names resolve, and to what kind of internal address, is the
     operators' knowledge; the caller reads one refusal for every name that fails the check."""
     settings.WEBHOOKS_DNS_TIMEOUT_SECONDS = 0.5
     unknown, stalled, internal = "unknown.example.com", stalled_name(), "intranet.example.com"
@@ -275,9 +275,9 @@ def connects():
 
 
 def attempt_refused_at_connect(store, monkeypatch, address):
-    # given a destination saved while its host resolved to a public address
+    # given a channel saved while its host resolved to a public address
     dns = FakeDns(monkeypatch, PUBLIC_IPV4)
-    destination_for(store, f"https://{HOST}{PATH}")
+    channel_for(store, f"https://{HOST}{PATH}")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     # when the host resolves into a denied range at send time (DNS rebinding)
     dns.address = address
@@ -335,7 +335,7 @@ def test_send_refuses_link_local_and_metadata_even_with_the_dev_flag(
 ):
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False  # lets the save pass the public check
     dns = FakeDns(monkeypatch, PUBLIC_IPV4)
-    destination_for(store, f"https://{HOST}/hooks")
+    channel_for(store, f"https://{HOST}/hooks")
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
     dns.address = address

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from accounts.abilities import ROLE_STAFF
 from tests.concurrency import run_at_once
 from tests.factories import MembershipFactory, UserFactory, WebhookChannelFactory, make_api_key
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed, store_secret
 from webhooks.channels.serializers import MAX_EVENT_TYPES
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery
@@ -35,18 +35,18 @@ def public_dns(monkeypatch):
 
 @pytest.fixture
 def strict(settings, public_dns):
-    """Production rules: no private destinations."""
+    """Production rules: no private channels."""
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
 
 
-def test_get_before_any_destination_is_404(auth_client):
+def test_get_before_any_channel_is_404(auth_client):
     response = auth_client.get(URL)
 
     assert response.status_code == 404
     assert response.json()["code"] == "resource_not_found"
 
 
-def test_put_creates_destination_and_shows_secret_once(auth_client, store, strict):
+def test_put_creates_channel_and_shows_secret_once(auth_client, store, strict):
     # when
     created = auth_client.put(URL, PUBLIC_BODY)
     fetched = auth_client.get(URL)
@@ -201,7 +201,7 @@ def test_put_accepts_every_rfc3986_path_and_query_character(auth_client, strict,
         "https://0.0.0.0/in",  # unspecified
     ],
 )
-def test_put_refuses_ssrf_destinations_in_production(auth_client, strict, url):
+def test_put_refuses_ssrf_channels_in_production(auth_client, strict, url):
     response = auth_client.put(URL, {"url": url, "event_types": ["order.completed"]})
 
     assert response.status_code == 422, response.json()
@@ -210,7 +210,7 @@ def test_put_refuses_ssrf_destinations_in_production(auth_client, strict, url):
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9000/in", "http://10.0.0.7/in"])
-def test_private_and_http_destinations_are_allowed_by_the_dev_flag(auth_client, settings, url):
+def test_private_and_http_channels_are_allowed_by_the_dev_flag(auth_client, settings, url):
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 
     response = auth_client.put(URL, {"url": url, "event_types": ["order.completed"]})
@@ -237,17 +237,17 @@ def test_rotate_secret_returns_a_new_secret(auth_client, store, strict):
     assert response.status_code == 200
     rotated = response.json()["data"]["secret"]
     assert rotated.startswith("whsec_") and rotated != first
-    destination = WebhookChannel.objects.get(store=store)
-    assert store_secret(destination.store) == rotated
-    assert store_secret(destination.store, previous=True) == first
+    channel = WebhookChannel.objects.get(store=store)
+    assert store_secret(channel.store) == rotated
+    assert store_secret(channel.store, previous=True) == first
     assert "secret" not in auth_client.get(URL).json()["data"]
 
 
-def test_rotate_secret_without_destination_is_404(auth_client):
+def test_rotate_secret_without_channel_is_404(auth_client):
     assert auth_client.post(f"{URL}/rotate-secret").status_code == 404
 
 
-def test_delete_removes_the_destination(auth_client, strict):
+def test_delete_removes_the_channel(auth_client, strict):
     auth_client.put(URL, PUBLIC_BODY)
 
     assert auth_client.delete(URL).status_code == 204
@@ -255,7 +255,7 @@ def test_delete_removes_the_destination(auth_client, strict):
     assert auth_client.delete(URL).status_code == 404
 
 
-def test_destination_is_per_store(auth_client, other_store, strict):
+def test_channel_is_per_store(auth_client, other_store, strict):
     WebhookChannelFactory(store=other_store, url="https://other.example.com/")
 
     assert auth_client.get(URL).status_code == 404
@@ -286,8 +286,8 @@ def test_webhook_read_ability_cannot_write(client_for, user, store):
 
 
 def test_a_new_url_starts_its_own_failure_clock(auth_client, store, receiver):
-    # given a destination failing for five days
-    destination_for(store, receiver.url, event_types=["order.completed"])
+    # given a channel failing for five days
+    channel_for(store, receiver.url, event_types=["order.completed"])
     long_ago = timezone.now() - timedelta(days=5, minutes=1)
     WebhookChannel.objects.filter(store=store).update(failing_since=long_ago)
     body = {"url": receiver.url, "event_types": ["order.completed"]}
@@ -303,16 +303,16 @@ def test_a_new_url_starts_its_own_failure_clock(auth_client, store, receiver):
     receiver.respond = lambda request: Reply(500)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     assert delivery_send(delivery_id=delivery.pk) == "pending"
-    destination = WebhookChannel.objects.get(store=store)
-    assert destination.enabled is True and destination.failing_since is not None
+    channel = WebhookChannel.objects.get(store=store)
+    assert channel.enabled is True and channel.failing_since is not None
 
 
 @pytest.mark.parametrize("change", ["disable", "delete"])
-def test_turning_the_destination_off_fails_tried_deliveries_and_disables_untried_ones(
+def test_turning_the_channel_off_fails_tried_deliveries_and_disables_untried_ones(
     auth_client, store, receiver, change
 ):
     # given a delivery tried once (500, retry scheduled) and one never tried
-    destination_for(store, receiver.url, event_types=["order.completed"])
+    channel_for(store, receiver.url, event_types=["order.completed"])
     receiver.respond = lambda request: Reply(500, b"later")
     tried = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
     assert delivery_send(delivery_id=tried.pk) == "pending"
@@ -338,8 +338,8 @@ def test_turning_the_destination_off_fails_tried_deliveries_and_disables_untried
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_first_puts_create_one_destination(store, api_key):
-    # given eight clients putting the store's first destination at the same moment
+def test_concurrent_first_puts_create_one_channel(store, api_key):
+    # given eight clients putting the store's first channel at the same moment
     body = {"url": "http://127.0.0.1:9000/in", "event_types": ["order.completed"]}
 
     def put():
@@ -357,5 +357,5 @@ def test_concurrent_first_puts_create_one_destination(store, api_key):
     assert errors == []
     assert sorted(r.status_code for r in responses) == [200] * 7 + [201]
     created = next(r for r in responses if r.status_code == 201)
-    destination = WebhookChannel.objects.get(store=store)
-    assert created.json()["data"]["secret"] == store_secret(destination.store)
+    channel = WebhookChannel.objects.get(store=store)
+    assert created.json()["data"]["secret"] == store_secret(channel.store)

@@ -1,5 +1,5 @@
 """/api/v2/webhook-destination stays one release as a deprecated alias of the store's first
-channel (issue 31 §1): every answer, errors included, carries Deprecation (RFC 9745), Sunset
+channel: every answer, errors included, carries Deprecation (RFC 9745), Sunset
 (RFC 8594) and the successor's Link, and the schema marks its operations deprecated."""
 
 from email.utils import parsedate_to_datetime

@@ -1,4 +1,4 @@
-"""Stalled DNS lookups take no one else's capacity (issue 18, point 8): a host whose name server
+"""Stalled DNS lookups take no one else's capacity: a host whose name server
 never answers is looked up once while its lookup is in flight, a store holds a bounded number of
 lookup threads, and a lookup of another host or of an IP literal never waits behind them.
 
@@ -15,7 +15,7 @@ import pytest
 from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.servers import wait_for
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
-from tests.webhooks.helpers import destination_for, record_order_completed
+from tests.webhooks.helpers import channel_for, record_order_completed
 from webhooks.dispatch import resolver
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery
@@ -105,7 +105,7 @@ def test_a_store_holds_a_bounded_number_of_lookups_and_others_still_resolve(
     # given a process allowed one lookup more than a store may hold
     monkeypatch.setattr(resolver, "DNS_LOOKUPS_PER_STORE", 4)
     monkeypatch.setattr(resolver, "DNS_LOOKUP_THREADS_MAX", 5)
-    # when one store saves destinations on ten different stalling hosts
+    # when one store saves channels on ten different stalling hosts
     stall(auth_client, [stalled_name(f"h{number}") for number in range(10)])
 
     # then only four of its lookups went out (the other saves were refused without one)
@@ -127,7 +127,7 @@ def test_a_delivery_to_an_ip_literal_is_sent_while_lookups_stall(
     # when a delivery to a receiver named by its IP literal is sent
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True  # the receiver listens on 127.0.0.1
     settings.WEBHOOKS_TIMEOUT_SECONDS = 2
-    destination_for(other_store, receiver.url)
+    channel_for(other_store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(other_store))
 
     outcome = delivery_send(delivery_id=delivery.pk)

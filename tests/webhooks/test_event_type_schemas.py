@@ -1,4 +1,4 @@
-"""Each event type's JSON Schema (2020-12) and example (issue 31 §4): published by
+"""Each event type's JSON Schema (2020-12) and example: published by
 /api/v2/webhook-event-types, valid schemas, valid examples, and every type recorded through its
 real emitter stores a `data` that its published schema accepts."""
 

@@ -1,5 +1,5 @@
-"""No store can starve the others: a bounded number of in-flight sends per destination, one
-sweeper message per destination, and a cap on replays per store (API and admin).
+"""No store can starve the others: a bounded number of in-flight sends per channel, one
+sweeper message per channel, and a cap on replays per store (API and admin).
 
 Drains and sends run in the test process on real threads against the real PostgreSQL and a
 real local receiver; the queue is the real Redis broker, read without consuming it.
@@ -17,11 +17,11 @@ from tests.factories import StoreFactory
 from tests.servers import wait_for
 from tests.webhooks.helpers import (
     HeldReceiver,
-    destination_for,
+    channel_for,
     queued,
     record_order_completed,
 )
-from webhooks.dispatch.attempts import delivery_claim, delivery_send, destination_drain
+from webhooks.dispatch.attempts import channel_drain, delivery_claim, delivery_send
 from webhooks.dispatch.queueing import deliveries_sweep
 from webhooks.models import WebhookDelivery
 
@@ -32,16 +32,16 @@ LIST_URL = "/api/v2/webhook-deliveries"
 def empty_queue(settings):
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
     settings.WEBHOOKS_TIMEOUT_SECONDS = 5
-    settings.WEBHOOKS_DESTINATION_CONCURRENCY = 2
+    settings.WEBHOOKS_CHANNEL_CONCURRENCY = 2
     app.control.purge()
     yield
     app.control.purge()
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_destination_has_at_most_its_concurrency_of_sends_in_flight(store, receiver):
+def test_a_channel_has_at_most_its_concurrency_of_sends_in_flight(store, receiver):
     # given a receiver that holds every request, and due deliveries
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     held = HeldReceiver(receiver)
     for order_id in range(6):
         record_order_completed(store, order_id=order_id)
@@ -52,7 +52,7 @@ def test_a_destination_has_at_most_its_concurrency_of_sends_in_flight(store, rec
     outcome = {}
 
     def drains():
-        outcome["drains"] = run_at_once(lambda: destination_drain(destination_id=destination.pk), 4)
+        outcome["drains"] = run_at_once(lambda: channel_drain(channel_id=channel.pk), 4)
 
     runner = threading.Thread(target=drains)
     runner.start()
@@ -79,8 +79,8 @@ def test_a_destination_has_at_most_its_concurrency_of_sends_in_flight(store, rec
 @pytest.mark.django_db(transaction=True)
 def test_a_drain_refused_a_slot_leaves_its_deliveries_to_the_slot_holder(store, receiver, settings):
     # given one slot, held by a send whose receiver holds the request
-    settings.WEBHOOKS_DESTINATION_CONCURRENCY = 1
-    destination = destination_for(store, receiver.url)
+    settings.WEBHOOKS_CHANNEL_CONCURRENCY = 1
+    channel = channel_for(store, receiver.url)
     held = HeldReceiver(receiver)
     first = WebhookDelivery.objects.get(event=record_order_completed(store, order_id=1))
     sender = threading.Thread(
@@ -92,20 +92,20 @@ def test_a_drain_refused_a_slot_leaves_its_deliveries_to_the_slot_holder(store, 
     # when a delivery is recorded meanwhile and its drain finds the slot taken
     record_order_completed(store, order_id=2)
     app.control.purge()
-    assert run_at_once(lambda: destination_drain(destination_id=destination.pk), 1) == [0]
+    assert run_at_once(lambda: channel_drain(channel_id=channel.pk), 1) == [0]
     assert queued() == []
 
     # then the holder, once it lets go, queues a drain for what is still due
     held.release.set()
     sender.join(timeout=30)
-    assert queued() == [("webhooks.destination_drain", [destination.pk])]
+    assert queued() == [("webhooks.channel_drain", [channel.pk])]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_sweeper_queues_one_drain_per_destination_not_one_message_per_delivery(receiver):
+def test_sweeper_queues_one_drain_per_channel_not_one_message_per_delivery(receiver):
     busy, quiet = StoreFactory(), StoreFactory()
-    busy_destination = destination_for(busy, receiver.url)
-    quiet_destination = destination_for(quiet, receiver.url)
+    busy_channel = channel_for(busy, receiver.url)
+    quiet_channel = channel_for(quiet, receiver.url)
     for order_id in range(300):
         record_order_completed(busy, order_id=order_id)
     record_order_completed(quiet)
@@ -115,17 +115,17 @@ def test_sweeper_queues_one_drain_per_destination_not_one_message_per_delivery(r
     assert deliveries_sweep() == 301
 
     assert sorted(queued()) == [
-        ("webhooks.destination_drain", [busy_destination.pk]),
-        ("webhooks.destination_drain", [quiet_destination.pk]),
+        ("webhooks.channel_drain", [busy_channel.pk]),
+        ("webhooks.channel_drain", [quiet_channel.pk]),
     ]
 
 
 @pytest.mark.django_db
-def test_sweeper_queues_a_lost_delivery_of_a_deleted_destination_as_its_own_send(store, receiver):
+def test_sweeper_queues_a_lost_delivery_of_a_deleted_channel_as_its_own_send(store, receiver):
     from webhooks.channels.destination import destination_delete
 
-    # given a delivery a worker claimed and then died on, whose destination was deleted since
-    destination_for(store, receiver.url)
+    # given a delivery a worker claimed and then died on, whose channel was deleted since
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     assert delivery_claim(delivery_id=delivery.pk) is not None
     destination_delete(store=store)
@@ -134,14 +134,14 @@ def test_sweeper_queues_a_lost_delivery_of_a_deleted_destination_as_its_own_send
         lease_until=long_ago, enqueued_at=long_ago, next_attempt_at=long_ago
     )
 
-    # when the sweeper runs: there is no destination to drain, so the delivery is sent alone
+    # when the sweeper runs: there is no channel to drain, so the delivery is sent alone
     assert deliveries_sweep() == 1
     assert queued() == [("webhooks.delivery_send", [str(delivery.pk)])]
 
     # then that send settles it without reaching anyone
     assert delivery_send(delivery_id=delivery.pk) is None
     delivery.refresh_from_db()
-    assert (delivery.status, delivery.destination_id) == ("failed", None)
+    assert (delivery.status, delivery.channel_id) == ("failed", None)
     assert receiver.received() == []
 
 
@@ -156,7 +156,7 @@ def replay_cap(settings):
 
 @pytest.mark.django_db
 def test_replays_beyond_the_cap_are_429_in_the_envelope(auth_client, store, receiver, replay_cap):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     original = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     statuses = [
@@ -182,8 +182,8 @@ def test_replays_beyond_the_cap_are_429_in_the_envelope(auth_client, store, rece
 def test_the_replay_cap_counts_a_sliding_window_per_store(
     auth_client, store, receiver, replay_cap, other_store
 ):
-    destination_for(store, receiver.url)
-    destination_for(other_store, receiver.url)
+    channel_for(store, receiver.url)
+    channel_for(other_store, receiver.url)
     original = WebhookDelivery.objects.get(event=record_order_completed(store))
     theirs = WebhookDelivery.objects.get(event=record_order_completed(other_store))
     from webhooks.deliveries.services import delivery_replay
@@ -211,7 +211,7 @@ def test_concurrent_replays_cannot_pass_the_cap_together(store, receiver, settin
     from webhooks.deliveries.services import delivery_replay
 
     settings.WEBHOOKS_REPLAY_LIMIT = 3
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     original = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     outcomes = run_at_once(lambda: delivery_replay(store=store, delivery_id=original.pk), 8)
@@ -224,7 +224,7 @@ def test_concurrent_replays_cannot_pass_the_cap_together(store, receiver, settin
 
 @pytest.mark.django_db
 def test_the_admin_replay_action_is_capped_too(admin_client, store, receiver, replay_cap):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     originals = [
         WebhookDelivery.objects.get(event=record_order_completed(store, order_id=n))
         for n in range(3)
@@ -247,7 +247,7 @@ def test_the_admin_replay_action_is_capped_too(admin_client, store, receiver, re
 def test_a_capped_replay_keeps_its_idempotency_key_usable(auth_client, store, receiver, replay_cap):
     from webhooks.deliveries.services import delivery_replay
 
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     original = WebhookDelivery.objects.get(event=record_order_completed(store))
     first = delivery_replay(store=store, delivery_id=original.pk)
     delivery_replay(store=store, delivery_id=original.pk)
@@ -270,11 +270,11 @@ def test_a_dead_workers_slots_come_back_when_their_lease_runs_out(store, receive
     from webhooks.dispatch.slots import slots_take
 
     settings.WEBHOOKS_LEASE_SECONDS = 1.5
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
-    # another worker takes both slots of the destination and dies: nothing ever releases them
-    assert slots_take(destination.pk) is not None
-    assert slots_take(destination.pk) is not None
+    # another worker takes both slots of the channel and dies: nothing ever releases them
+    assert slots_take(channel.pk) is not None
+    assert slots_take(channel.pk) is not None
     assert delivery_send(delivery_id=delivery.pk) is None
 
     # once their lease has run out they are free again

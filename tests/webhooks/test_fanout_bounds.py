@@ -49,7 +49,7 @@ def test_the_channels_api_refuses_a_channel_past_the_cap(auth_client, store, rec
     assert WebhookChannel.objects.filter(store=store).count() == 2
 
 
-def test_the_deprecated_destination_never_adds_a_channel_past_the_cap(
+def test_the_deprecated_channel_never_adds_a_channel_past_the_cap(
     auth_client, store, receiver, settings
 ):
     # given: a store at its cap of one (the alias only ever creates the first channel)
@@ -101,7 +101,7 @@ def test_a_disabled_channel_gets_no_delivery_rows(store):
     event = record_order_completed(store)
     # then
     deliveries = WebhookDelivery.objects.filter(event=event)
-    assert {d.destination_id: d.status for d in deliveries} == {on.pk: "pending"}
+    assert {d.channel_id: d.status for d in deliveries} == {on.pk: "pending"}
 
 
 def fan_out_statements(store) -> int:
@@ -156,6 +156,6 @@ def test_a_batch_of_events_queues_one_drain_per_channel():
     # then
     try:
         drains = sorted(queued())
-        assert drains == [("webhooks.destination_drain", [c.pk]) for c in made]
+        assert drains == [("webhooks.channel_drain", [c.pk]) for c in made]
     finally:
         app.control.purge()

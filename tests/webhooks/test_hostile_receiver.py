@@ -13,7 +13,7 @@ from tests.webhooks.helpers import (
     FLOOD_BYTES,
     HostileReceiver,
     RawAnswer,
-    destination_for,
+    channel_for,
     record_order_completed,
 )
 from webhooks.dispatch.attempts import delivery_claim, delivery_send
@@ -152,7 +152,7 @@ def test_every_malformed_answer_is_a_failed_attempt_on_the_schedule(
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = tuple(1.0 + i % 2 for i in range(len(FAILING) - 1))
     schedule = settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS
     receiver = hostile(FAILING)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     # when the delivery is offered a send every half second, for longer than its schedule
@@ -186,7 +186,7 @@ def test_an_odd_2xx_is_a_success_whose_body_is_stored_as_text(
 ):
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (1, 1)
     receiver = hostile(SUCCEEDING)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     deliveries = [
         WebhookDelivery.objects.get(event=record_order_completed(store, order_id=number))
         for number in range(len(SUCCEEDING))
@@ -208,7 +208,7 @@ def test_a_lapsed_lease_is_an_attempt_on_the_schedule_and_the_last_one_fails_it(
     # given a three-attempt schedule whose waits are longer than a lease
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (10, 20)
     receiver = hostile([RawAnswer("503", b"HTTP/1.1 503 X\r\nContent-Length: 0\r\n\r\n")])
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     lapse = live_seconds() + 0.5
 
@@ -251,7 +251,7 @@ def test_a_send_that_raises_is_a_failed_attempt_on_the_schedule(
 ):
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (10,)
     receiver = hostile([RawAnswer("200", b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")])
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
 
     def broken_send(**kwargs):
@@ -277,7 +277,7 @@ def test_a_record_that_raises_is_recorded_as_a_failed_attempt(
 
     settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (10,)
     receiver = hostile([RawAnswer("500", b"HTTP/1.1 500 X\r\nContent-Length: 2\r\n\r\nno")])
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     calls = []
 
@@ -359,7 +359,7 @@ def test_a_redirect_is_not_read_past_the_body_limit(settings, hostile):
 def test_text_from_a_receiver_is_stored_without_nul_and_as_valid_utf8(store, receiver):
     from webhooks.dispatch.attempts import delivery_attempt_finish
 
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     delivery = WebhookDelivery.objects.get(event=record_order_completed(store))
     claimed, attempt = delivery_claim(delivery_id=delivery.pk)
 

@@ -1,4 +1,5 @@
-"""The bound on the outbound calls a request waits for (webhooks/outbound.py): a store's one test
+"""The bound on the outbound calls a request waits for (webhooks/dispatch/outbound.py): a store's
+one test
 send and one DNS check in flight, across processes (429 with Retry-After), and a process's few
 (503 with Retry-After); the test send's own budget; and a test event's body, which is a real
 event's in shape (docs/decisions/hardening.md, Hardening V 1)."""

@@ -64,7 +64,7 @@ def test_deliveries_queued_by_recover_per_store_are_budgeted(auth_client, store,
     second = recover(auth_client, channel, since=first.json()["data"]["until"])
     # then: the first queued what the budget allowed and said where it stopped
     assert first.status_code == 202 and first.json()["data"]["queued"] == 3
-    assert WebhookDelivery.objects.filter(destination=channel, recovered=True).count() == 3
+    assert WebhookDelivery.objects.filter(channel=channel, recovered=True).count() == 3
     assert_rate_limited(second, at_most=3600, mentions="deliveries queued by recover")
 
 
@@ -79,7 +79,7 @@ def test_disable_and_enable_do_not_make_an_event_missed_twice(auth_client, store
     # then
     assert first.json()["data"]["queued"] == 3
     assert again.status_code == 202 and again.json()["data"]["queued"] == 0
-    assert WebhookDelivery.objects.filter(destination=channel).count() == 3
+    assert WebhookDelivery.objects.filter(channel=channel).count() == 3
 
 
 def test_recover_and_replay_wait_while_the_store_is_at_its_pending_ceiling(
@@ -91,7 +91,7 @@ def test_recover_and_replay_wait_while_the_store_is_at_its_pending_ceiling(
     busy = WebhookChannelFactory(store=store, url="https://hooks.example.com/busy")
     for n in (10, 11):
         record_order_completed(store, order_id=n)
-    delivered = WebhookDelivery.objects.filter(destination=busy).first()
+    delivered = WebhookDelivery.objects.filter(channel=busy).first()
     # when
     recovered = recover(auth_client, channel)
     replayed = auth_client.post(f"/api/v2/webhook-deliveries/{delivered.pk}/replay", {})
@@ -156,6 +156,6 @@ def test_a_noisy_store_at_its_bounds_costs_another_store_nothing(
     event = record_order_completed(quiet_store, order_id=1)
     recovered = recover(quiet_client, quiet)
     # then: the quiet store's event has its delivery and its recover its own budget
-    assert WebhookDelivery.objects.filter(event=event, destination=quiet).count() == 1
+    assert WebhookDelivery.objects.filter(event=event, channel=quiet).count() == 1
     assert recovered.status_code == 202 and recovered.json()["data"]["queued"] == 1
     assert not WebhookDelivery.objects.filter(store=store, event__subject_id="99").exists()

@@ -1,9 +1,9 @@
-"""The sender connects to the address the SSRF check approved, and names the host everywhere
-else (webhooks/transport.py): no second lookup by the HTTP library (DNS rebinding), SNI, the
-certificate check and the Host header of the original host, a pool per checked address, a
-checked answer reused for a while and forgotten when it gets no answer, and the attempt's
-deadline over TLS too. Against a real HTTPS receiver
-whose certificate a throwaway CA signed (tests/webhooks/tls.py)."""
+"""The sender connects to the address the SSRF check approved, and names the host everywhere else
+(webhooks/dispatch/transport.py): no second lookup by the HTTP library (DNS rebinding), SNI, the
+certificate check and the Host header of the original host, a pool per checked address, a checked
+answer reused for a while and forgotten when it gets no answer, and the attempt's deadline over TLS
+too. Against a real HTTPS receiver whose certificate a throwaway CA signed
+(tests/webhooks/tls.py)."""
 
 import base64
 import time

@@ -9,7 +9,7 @@ from webhooks.channels.serializers import MAX_EVENT_TYPES
 from webhooks.deliveries.filters import EVENT_ID_PATTERN
 from webhooks.dispatch.addresses import MAX_URL_LENGTH, URL_PATTERN
 
-DESTINATION = "/api/v2/webhook-destination"
+CHANNEL = "/api/v2/webhook-destination"
 ROTATE = "/api/v2/webhook-destination/rotate-secret"
 DELIVERIES = "/api/v2/webhook-deliveries"
 REPLAY = "/api/v2/webhook-deliveries/{delivery}/replay"
@@ -32,7 +32,7 @@ def parameter(schema, path, method, name):
 
 
 def test_destination_put_body_states_its_rules(schema):
-    body, put = request_body(schema, DESTINATION, "put")
+    body, put = request_body(schema, CHANNEL, "put")
 
     assert body["required"] is True
     assert put["additionalProperties"] is False
@@ -81,12 +81,12 @@ def test_replay_declares_its_key_and_the_replayed_header(schema):
 @pytest.mark.parametrize(
     ("path", "method", "statuses"),
     [
-        (DESTINATION, "put", ["200", "201", "422"]),
-        (DESTINATION, "delete", ["204", "404"]),
+        (CHANNEL, "put", ["200", "201", "422"]),
+        (CHANNEL, "delete", ["204", "404"]),
         (ROTATE, "post", ["200", "404"]),
     ],
 )
-def test_destination_writes_declare_an_optional_key(schema, path, method, statuses):
+def test_channel_writes_declare_an_optional_key(schema, path, method, statuses):
     operation = schema["paths"][path][method]
 
     key = parameter(schema, path, method, "Idempotency-Key")

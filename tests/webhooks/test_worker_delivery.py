@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 
 from tests.concurrency import run_at_once
 from tests.servers import ThrowawayRedis, wait_for
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed, store_secret
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed, store_secret
 from webhooks.dispatch.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 
@@ -61,14 +61,13 @@ def assert_at_least_once_and_no_false_success(receiver, events):
 
 
 def test_worker_delivers_a_signed_event(celery_worker, store, receiver):
-    destination = destination_for(store, receiver.url)
+    channel = channel_for(store, receiver.url)
 
     event = record_order_completed(store)
 
     request = wait_for(lambda: receiver.received(), timeout=20, what="delivery")[0]
     assert (
-        Webhook(store_secret(destination.store)).verify(request.body, request.headers)["id"]
-        == event.id
+        Webhook(store_secret(channel.store)).verify(request.body, request.headers)["id"] == event.id
     )
     all_final(timeout=10)
     delivery = WebhookDelivery.objects.get(event=event)
@@ -76,7 +75,7 @@ def test_worker_delivers_a_signed_event(celery_worker, store, receiver):
 
 
 def test_worker_retries_then_succeeds(celery_worker, store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = first_attempt_fails(receiver)
 
     event = record_order_completed(store)
@@ -88,7 +87,7 @@ def test_worker_retries_then_succeeds(celery_worker, store, receiver):
 
 
 def test_worker_marks_failed_when_retries_are_exhausted(celery_worker, store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = lambda request: Reply(500, b"always")
 
     event = record_order_completed(store)
@@ -101,7 +100,7 @@ def test_worker_marks_failed_when_retries_are_exhausted(celery_worker, store, re
 
 
 def test_events_from_concurrent_writers_each_arrive_once(celery_worker, store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     events, lock, order_ids = [], threading.Lock(), itertools.count(1)
 
     def writer():
@@ -123,7 +122,7 @@ def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):
     # given deliveries in flight: the receiver holds the first request until the worker is
     # killed (well within WORKER_ENV's 1.5 s timeout), each answer takes a while, and first
     # attempts fail
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     slow_then_ok = first_attempt_fails(receiver)
     held = []
     release = threading.Event()
@@ -163,7 +162,7 @@ def test_kill_9_of_the_worker_loses_no_delivery(celery_worker, store, receiver):
 
 @pytest.mark.alone  # stops the suite's own Redis, which every other test uses
 def test_redis_outage_during_recording_delays_but_loses_nothing(celery_worker, store, receiver):
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     receiver.respond = first_attempt_fails(receiver)
     # the suite's Redis, restarted with bin/with-test-services' pid file and directory
     suite_redis = ThrowawayRedis(

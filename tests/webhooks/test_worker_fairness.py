@@ -3,7 +3,7 @@ worker (with its beat sweeper), the test Redis and the test PostgreSQL.
 
 Store A's receiver hangs past the send timeout on every request and A has 300 due deliveries
 (their messages look lost, so the sweeper keeps queueing them); store B records one event.
-B's receiver gets it within 10 s, and A never has more than WEBHOOKS_DESTINATION_CONCURRENCY
+B's receiver gets it within 10 s, and A never has more than WEBHOOKS_CHANNEL_CONCURRENCY
 sends in flight. `-s` prints the figure recorded in docs/benchmarks/webhooks.md.
 """
 
@@ -20,7 +20,7 @@ from tests.webhooks.helpers import (
     SEND_TIMEOUT,
     CeleryWorker,
     HangingReceiver,
-    destination_for,
+    channel_for,
     record_order_completed,
 )
 from webhooks.models import WebhookDelivery
@@ -59,8 +59,8 @@ def test_a_hanging_store_does_not_delay_another_stores_first_attempt(
 ):
     # given store A: a receiver that hangs, and 300 due deliveries whose messages look lost
     store_a, store_b = StoreFactory(), StoreFactory()
-    destination_for(store_a, hanging_receiver.url)
-    destination_for(store_b, receiver.url)
+    channel_for(store_a, hanging_receiver.url)
+    channel_for(store_b, receiver.url)
     for order_id in range(300):
         record_order_completed(store_a, order_id=order_id)
     WebhookDelivery.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))

@@ -1,4 +1,4 @@
-"""The request id follows a request into a real Celery worker (issue 13 point 1): the webhook
+"""The request id follows a request into a real Celery worker: the webhook
 delivery a request schedules is attempted in a task whose log lines carry that request's id."""
 
 import json
@@ -7,7 +7,7 @@ import pytest
 
 from core.api.middleware import RequestIdLogFilter
 from tests.servers import wait_for
-from tests.webhooks.helpers import CeleryWorker, destination_for
+from tests.webhooks.helpers import CeleryWorker, channel_for
 from webhooks.models import WebhookDelivery
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -42,7 +42,7 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
     json_log_worker, receiver, store, api_key, auth_client
 ):
     # given: the store's webhook destination listens to coupon.created
-    destination_for(store, receiver.url, event_types=["coupon.created"])
+    channel_for(store, receiver.url, event_types=["coupon.created"])
     code = "WORKERLOG1"
 
     # when: a request creates a coupon (its event schedules a delivery on commit)
@@ -84,7 +84,7 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
         ]
 
     wait_for(task_lines, timeout=30, what="Celery's task log line")
-    # and nothing secret went into the worker's log (API key, body, destination URL path)
+    # and nothing secret went into the worker's log (API key, body, channel URL path)
     worker_log = json_log_worker.log_path.read_text()
     assert api_key not in worker_log
     assert code not in worker_log
@@ -94,7 +94,7 @@ def test_the_request_id_reaches_the_workers_attempt_log_line(
 def test_the_request_that_created_a_delivery_logs_its_id(store, auth_client, receiver, caplog):
     """The link from a request to its deliveries: a drain queued by another request may make
     the attempt, so the creating request logs the delivery id with its own request id."""
-    destination_for(store, receiver.url, event_types=["coupon.created"])
+    channel_for(store, receiver.url, event_types=["coupon.created"])
 
     caplog.handler.addFilter(RequestIdLogFilter())
     with caplog.at_level("INFO", logger="webhooks.deliveries.services"):

@@ -27,7 +27,7 @@ from tests.webhooks.helpers import (
     CountingReceiver,
     HangingReceiver,
     Reply,
-    destination_for,
+    channel_for,
     live_slots,
     record_order_completed,
 )
@@ -71,7 +71,7 @@ def test_one_accounts_five_hanging_stores_do_not_delay_another_accounts_delivery
         store = StoreFactory(
             created_by=user_a, created_at=timezone.now() - timedelta(minutes=5 - minute)
         )
-        destination_for(store, hanging.url)
+        channel_for(store, hanging.url)
         for order_id in range(60):
             record_order_completed(store, order_id=order_id)
     WebhookDelivery.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))
@@ -84,7 +84,7 @@ def test_one_accounts_five_hanging_stores_do_not_delay_another_accounts_delivery
 
     # when user B's store records one event
     store_b = StoreFactory(created_by=user_b)
-    destination_for(store_b, receiver.url)
+    channel_for(store_b, receiver.url)
     started = time.time()
     event = record_order_completed(store_b)
 
@@ -132,13 +132,13 @@ def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
             "DATABASE_URL": pgbouncer.database_url(connection.settings_dict["NAME"]),
             "DATABASE_CONN_MAX_AGE": "0",
             "DATABASE_PREPARED_STATEMENTS": "false",
-            "WEBHOOKS_DESTINATION_CONCURRENCY": "2",
+            "WEBHOOKS_CHANNEL_CONCURRENCY": "2",
         },
         concurrency=4,
         beat=False,
     )
     store = StoreFactory(created_by=UserFactory())
-    destination_for(store, counting_receiver.url)
+    channel_for(store, counting_receiver.url)
     deliveries = [
         WebhookDelivery.objects.get(event=record_order_completed(store, order_id=n))
         for n in range(8)
@@ -147,7 +147,7 @@ def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
     # when all eight are queued as sends at once (besides their drain)
     deliveries_enqueue([d.pk for d in deliveries])
 
-    # then all are sent, never more than the destination's two at once, and no slot is left
+    # then all are sent, never more than the channel's two at once, and no slot is left
     # taken (a session lock would be taken again by every client of the shared session, and
     # its unlock could land on another session)
     wait_for(
@@ -178,12 +178,12 @@ def test_send_slots_bound_sends_through_pgbouncer_in_transaction_mode(
 def test_a_dead_workers_send_slots_come_back_after_their_lease(
     start_worker, receiver, settings, stop_signal
 ):
-    # given one send slot per destination, leased for 5.5 s (the shortest webhooks.E001 lets
+    # given one send slot per channel, leased for 5.5 s (the shortest webhooks.E001 lets
     # WORKER_ENV have), held by a worker sending to a receiver that holds the request
-    settings.WEBHOOKS_DESTINATION_CONCURRENCY = 1
+    settings.WEBHOOKS_CHANNEL_CONCURRENCY = 1
     lease = 5.5
     worker = start_worker(
-        {"WEBHOOKS_DESTINATION_CONCURRENCY": "1", "WEBHOOKS_LEASE_SECONDS": str(lease)},
+        {"WEBHOOKS_CHANNEL_CONCURRENCY": "1", "WEBHOOKS_LEASE_SECONDS": str(lease)},
         concurrency=2,
         beat=False,
     )
@@ -196,7 +196,7 @@ def test_a_dead_workers_send_slots_come_back_after_their_lease(
 
     receiver.respond = hold_the_first
     store = StoreFactory(created_by=UserFactory())
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     record_order_completed(store, order_id=1)
     wait_for(lambda: receiver.received(), timeout=20, what="the worker's send in flight")
 

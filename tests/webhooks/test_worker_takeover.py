@@ -1,6 +1,6 @@
 """A worker killed mid-send (kill -9) stalls its store's deliveries for seconds, not for the
 whole lease: its leases and its drain's marker are kept alive only while it lives
-(webhooks/leases.py), and the sweeper queues what it left (issue 29 point 12;
+(webhooks/dispatch/leases.py), and the sweeper queues what it left (
 docs/decisions/hardening.md "Hardening IV").
 
 Real `celery -A config worker` processes on the test PostgreSQL and Redis, with the production
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.servers import wait_for
-from tests.webhooks.helpers import Reply, destination_for, record_order_completed
+from tests.webhooks.helpers import Reply, channel_for, record_order_completed
 from webhooks.dispatch.attempts import ABANDONED_ATTEMPT_ERROR
 from webhooks.models import WebhookDelivery
 
@@ -28,9 +28,9 @@ PRODUCTION_TIMINGS = {
     "WEBHOOKS_TIMEOUT_SECONDS": "10",
     "WEBHOOKS_DRAIN_SECONDS": "10",
     "WEBHOOKS_SWEEP_INTERVAL_SECONDS": "2",
-    # One send at a time to the destination: a takeover while the dead worker still held its
+    # One send at a time to the channel: a takeover while the dead worker still held its
     # slot would show as two requests in flight at once.
-    "WEBHOOKS_DESTINATION_CONCURRENCY": "1",
+    "WEBHOOKS_CHANNEL_CONCURRENCY": "1",
 }
 RESUMED_WITHIN_SECONDS = 10
 
@@ -68,7 +68,7 @@ def test_a_killed_workers_deliveries_resume_within_seconds_of_a_new_worker(
 ):
     # given a worker sending a store's deliveries, its first request held by the receiver
     first = start_worker(PRODUCTION_TIMINGS, beat=False)
-    destination_for(store, receiver.url)
+    channel_for(store, receiver.url)
     held = FirstHeldReceiver(receiver)
     events = [record_order_completed(store, order_id=n) for n in range(1, 7)]
     wait_for(lambda: held.held, timeout=30, what="a first request in flight")

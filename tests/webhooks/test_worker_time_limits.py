@@ -1,6 +1,6 @@
 """A worker consuming the webhooks queue kills a send a margin before its leases run out
-(issue 23 point 6): it does not start on a pool without hard time limits, nor on timings the
-webhooks checks refuse."""
+(docs/decisions/webhooks.md "Leases and the hard time limit"): it does not start on a pool without
+hard time limits, nor on timings the webhooks checks refuse."""
 
 import subprocess
 

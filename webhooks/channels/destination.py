@@ -22,14 +22,14 @@ from events.registry import EVENT_TYPES
 from stores.access import resolve_store_context
 from stores.models import Store
 from webhooks.channels.serializers import (
-    DestinationUrlField,
-    DestinationUrlReadField,
+    ChannelUrlField,
+    ChannelUrlReadField,
     EventTypeListField,
 )
 from webhooks.channels.services import (
     channel_room_check,
-    destination_secret_rotate,
     secret_new,
+    signing_secret_rotate,
     signing_secret_set,
 )
 from webhooks.deliveries.views import WebhookAreaMixin
@@ -79,17 +79,17 @@ def destination_put(
         destination.updated_at = now
         destination.save()
         if not enabled:
-            pending_deliveries_settle(destination_id=destination.pk, now=now)
+            pending_deliveries_settle(channel_id=destination.pk, now=now)
     return destination, created
 
 
 def destination_delete(*, store) -> None:
     with transaction.atomic():
         destination = destination_get(store=store)
-        pending_deliveries_settle(destination_id=destination.pk, now=timezone.now())
+        pending_deliveries_settle(channel_id=destination.pk, now=timezone.now())
         # Its send slots (a send still holding one just finds nothing to give back).
         WebhookSendSlot.objects.filter(
-            scope=WebhookSendSlot.SCOPE_DESTINATION, owner=destination.pk
+            scope=WebhookSendSlot.SCOPE_CHANNEL, owner=destination.pk
         ).delete()
         destination.delete()
 
@@ -119,7 +119,7 @@ def destination_url_get(*, store) -> str | None:
 class WebhookDestinationPutSerializer(ClosedObjectSerializer):
     """Body of PUT /api/v2/webhook-destination."""
 
-    url = DestinationUrlField(
+    url = ChannelUrlField(
         help_text="https URL receiving the deliveries. Private, loopback, link-local and cloud "
         "metadata addresses are refused with 422 (link-local and metadata even where the "
         "deployment allows private destinations, in development). A host name must resolve "
@@ -135,7 +135,7 @@ class WebhookDestinationPutSerializer(ClosedObjectSerializer):
 class WebhookDestinationSerializer(serializers.ModelSerializer):
     """The store's destination; the secret is shown only on creation and rotation."""
 
-    url = DestinationUrlReadField(
+    url = ChannelUrlReadField(
         help_text="The full URL for a credential with `webhook:write`; otherwise only its "
         "origin, scheme://host[:port] (a staff member's key, a `webhook:read` key): the path "
         "and query can be a credential."
@@ -204,7 +204,7 @@ URL_WITHHELD = Withheld(
 
 
 def _destination_response(serializer_class, destination, request, code=200) -> Response:
-    # The full URL only for who may change it (DestinationUrlReadField).
+    # The full URL only for who may change it (ChannelUrlReadField).
     url_in_full = "webhook:write" in resolve_store_context(request).effective_abilities
     body = serializer_class(destination, context={"url_in_full": url_in_full}).data
     return Response({"data": body}, status=code)
@@ -260,7 +260,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
             201: data_envelope(
                 "WebhookDestinationCreatedResponse", WebhookDestinationWithSecretSerializer
             ),
-            # 429/503: the URL's DNS check is at its bound (webhooks/outbound.py)
+            # 429/503: the URL's DNS check is at its bound (webhooks/dispatch/outbound.py)
             **error_responses(403, 409, 415, 422, 503),
         },
         examples=[
@@ -328,7 +328,7 @@ class WebhookDestinationViewSet(WebhookAreaMixin, viewsets.ViewSet):
     )
     @action(detail=False, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request):
-        destination_secret_rotate(store=request.store)
+        signing_secret_rotate(store=request.store)
         destination = destination_get(store=request.store)
         serializer = WebhookDestinationWithSecretSerializer
         return _destination_response(serializer, destination, request)

@@ -59,7 +59,7 @@ class WebhookEventTypeViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     @extend_schema(
         operation_id="webhook_event_types_list",
         summary="List the event types a webhook can receive",
-        description="Every event type the store's destination is sent, with its description.",
+        description="Every event type the store's channel is sent, with its description.",
         responses={200: WebhookEventTypeListSerializer, **error_responses(403)},
         examples=[response_example("Event types", WEBHOOK_EVENT_TYPES_EXAMPLE)],
     )

@@ -1,4 +1,4 @@
-"""Recover what a channel missed (issue 31 §2): one new pending delivery for every retained event
+"""Recover what a channel missed: one new pending delivery for every retained event
 in [since, until) that the channel is subscribed to and that it has not received, is not about
 to, and was not sent by a recover already: no `succeeded` and no `pending` delivery to it, and no
 delivery a recover queued (so failed ones, ones turned `disabled` when the channel was turned
@@ -97,7 +97,7 @@ def channel_recover(*, channel: WebhookChannel, since, until=None) -> dict:
         Q(status__in=[WebhookDelivery.STATUS_SUCCEEDED, WebhookDelivery.STATUS_PENDING])
         | Q(recovered=True),
         event=OuterRef("pk"),
-        destination_id=channel.pk,
+        channel_id=channel.pk,
     )
     missed = (
         Event.objects.filter(

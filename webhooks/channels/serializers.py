@@ -1,4 +1,4 @@
-"""The request and response contract of /api/v2/webhook-channels (issue 31 §1), as the official
+"""The request and response contract of /api/v2/webhook-channels, as the official
 SDK (`sellapp-sdk` 0.2.1, `client.webhook_channels`) sends and reads it."""
 
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
@@ -12,7 +12,7 @@ from events.registry import EVENT_TYPES
 from webhooks.dispatch.addresses import (
     MAX_URL_LENGTH,
     URL_PATTERN,
-    DestinationRefused,
+    UrlRefused,
     url_check,
 )
 from webhooks.models import WebhookChannel, url_origin
@@ -26,8 +26,8 @@ MAX_EVENT_TYPES = 50
 
 
 @extend_schema_field({"type": "string", "maxLength": MAX_URL_LENGTH, "pattern": URL_PATTERN})
-class DestinationUrlField(StrictCharField):
-    """A destination URL as webhooks.dispatch.addresses.url_check accepts it: its shape (the schema
+class ChannelUrlField(StrictCharField):
+    """A channel URL as webhooks.dispatch.addresses.url_check accepts it: its shape (the schema
     states the same length and pattern) and the addresses its host resolves to (SSRF)."""
 
     def __init__(self, **kwargs):
@@ -39,7 +39,7 @@ class DestinationUrlField(StrictCharField):
         store = self.context.get("store")  # the bound on DNS lookups in flight is per store
         try:
             return url_check(url, store_id=store.pk if store is not None else None)
-        except DestinationRefused as error:
+        except UrlRefused as error:
             raise serializers.ValidationError(str(error)) from None
 
 
@@ -78,7 +78,7 @@ class EventTypeListField(serializers.ListField):
         return sorted(set(super().run_validation(data)))
 
 
-class DestinationUrlReadField(serializers.CharField):
+class ChannelUrlReadField(serializers.CharField):
     """The URL in full for a reader who may change it (context `url_in_full`); else only its
     origin, as the delivery list's `destination_origin`: the path and query can be a
     credential (docs/design.md "Webhooks")."""
@@ -93,9 +93,9 @@ class WebhookChannelCreateSerializer(ClosedObjectSerializer):
     name = StrictCharField(
         max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False
     )
-    url = DestinationUrlField(
+    url = ChannelUrlField(
         help_text="Public https URL receiving the deliveries (the same rules as the "
-        "destination's); the same canonical URL twice in one store is a 422."
+        "channel's); the same canonical URL twice in one store is a 422."
     )
     allowed_notifications = EventTypeListField(
         help_text="Event types sent to this channel; see GET /api/v2/webhook-event-types."
@@ -124,7 +124,7 @@ class WebhookChannelSerializer(serializers.ModelSerializer):
     `url_in_full`), and never a secret."""
 
     id = serializers.UUIDField(source="uid")
-    url = DestinationUrlReadField(
+    url = ChannelUrlReadField(
         help_text="The full URL for a credential with `webhook:write`; otherwise its origin."
     )
     allowed_notifications = serializers.ListField(

@@ -1,9 +1,9 @@
-"""Writes and reads of webhook channels (issue 31 §1): create, replace/update, delete, the store's
+"""Writes and reads of webhook channels: create, replace/update, delete, the store's
 signing secret as the SDK sets it, and the synchronous test send.
 
 The URL and event types arrive validated by webhooks.channels.serializers (the SSRF check, the
-registry); the delivery pipeline itself is webhooks/services.py's and webhooks/attempts.py's.
-"""
+registry); the delivery pipeline itself is webhooks/deliveries/services.py's and
+webhooks/dispatch/attempts.py's."""
 
 import base64
 import binascii
@@ -19,7 +19,7 @@ from core.api.errors import Conflict, NotFound, ValidationFailed
 from events.models import Event
 from events.registry import event_type_get
 from stores.models import Store
-from webhooks.dispatch.failures import destination_enabled_set, pending_deliveries_settle
+from webhooks.dispatch.failures import channel_enabled_set, pending_deliveries_settle
 from webhooks.dispatch.outbound import TEST_SEND, outbound_call
 from webhooks.dispatch.sender import send, signing_secrets, webhook_body
 from webhooks.models import WebhookChannel, WebhookSendSlot, WebhookSigningSecret
@@ -31,7 +31,7 @@ WHSEC_KEY_BYTES = range(24, 65)
 
 def url_canonical(url: str) -> str:
     """The URL as stored and compared: scheme and host in lower case, no default port. Two
-    spellings of one receiver are one URL (issue 31: "the same canonical URL twice")."""
+    spellings of one receiver are one URL ("the same canonical URL twice")."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if ":" in host:
@@ -85,15 +85,15 @@ def channel_update(*, channel: WebhookChannel, **changes) -> WebhookChannel:
         channel.updated_at = timezone.now()
         _saved(channel)
         if "enabled" in changes and changes["enabled"] != channel.enabled:
-            destination_enabled_set(destination=channel, enabled=changes["enabled"])
+            channel_enabled_set(channel=channel, enabled=changes["enabled"])
     return channel
 
 
 def channel_delete(*, channel: WebhookChannel) -> None:
     with transaction.atomic():
-        pending_deliveries_settle(destination_id=channel.pk, now=timezone.now())
+        pending_deliveries_settle(channel_id=channel.pk, now=timezone.now())
         WebhookSendSlot.objects.filter(
-            scope=WebhookSendSlot.SCOPE_DESTINATION, owner=channel.pk
+            scope=WebhookSendSlot.SCOPE_CHANNEL, owner=channel.pk
         ).delete()
         channel.delete()
 
@@ -125,8 +125,8 @@ def signing_secret_supplied(*, store, signing_secret: str) -> None:
 
 
 def test_body(*, store, event_type: str) -> tuple[str, bytes]:
-    """The mock event of a test send: the type's example as an event of the store, in the body
-    every delivery has (webhooks/payloads.py), with `"test": true`; a fresh `evt_test_` id each
+    """The mock event of a test send: the type's example as an event of the store, in the body every
+    delivery has (webhooks/dispatch/sender.py), with `"test": true`; a fresh `evt_test_` id each
     time. It is never recorded in the journal."""
     registered = event_type_get(event_type)
     event = Event(
@@ -143,10 +143,10 @@ def test_body(*, store, event_type: str) -> tuple[str, bytes]:
 
 
 def channel_test_send(*, store, channel: WebhookChannel, event_type: str) -> None:
-    """Sends one signed test event now: one attempt within WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS,
-    no retry, no redirect followed (the sender follows none), at most one at a time per store
-    and a few per process (webhooks/outbound.py: 429 or 503 beyond). Raises ValidationFailed
-    saying what the receiver did otherwise."""
+    """Sends one signed test event now: one attempt within WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS, no
+    retry, no redirect followed (the sender follows none), at most one at a time per store and a few
+    per process (webhooks/dispatch/outbound.py: 429 or 503 beyond). Raises ValidationFailed saying
+    what the receiver did otherwise."""
     if event_type not in channel.event_types:
         raise ValidationFailed.field("event", "is not in the channel's allowed_notifications")
     if not channel.enabled:
@@ -179,12 +179,12 @@ def secret_new() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets_module.token_bytes(SECRET_BYTES)).decode()
 
 
-# --- destinations -------------------------------------------------------------------------
+# --- channels -------------------------------------------------------------------------
 
 
 def channel_room_check(*, store) -> None:
     """A store has at most WEBHOOKS_STORE_CHANNELS_MAX channels: every way of making one (the
-    channels API, the deprecated destination) calls this first, in its transaction. Locks the
+    channels API, the deprecated channel) calls this first, in its transaction. Locks the
     store's row, so concurrent creates count one after another."""
     Store.objects.select_for_update(no_key=True).only("id").get(pk=store.pk)
     limit = settings.WEBHOOKS_STORE_CHANNELS_MAX
@@ -213,8 +213,8 @@ def signing_secret_set(*, store, secret: str) -> WebhookSigningSecret:
     return current
 
 
-def destination_secret_rotate(*, store) -> WebhookSigningSecret:
-    """A new server-generated store secret (the destination alias and the admin's rotation);
+def signing_secret_rotate(*, store) -> WebhookSigningSecret:
+    """A new server-generated store secret (the channel alias and the admin's rotation);
     the previous one keeps signing for WEBHOOKS_PREVIOUS_SECRET_TTL."""
     if not WebhookChannel.objects.filter(store=store).exists():
         raise NotFound("This store has no webhook destination.")

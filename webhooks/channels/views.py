@@ -1,4 +1,4 @@
-"""/api/v2/webhook-channels (issue 31 §1): the nine operations of the official SDK's
+"""/api/v2/webhook-channels: the nine operations of the official SDK's
 `client.webhook_channels`, on one ViewSet registered in webhooks/urls.py.
 
 Abilities: GET needs `webhook:read`, everything else `webhook:write` (StorePermission; the
@@ -131,7 +131,7 @@ class WebhookChannelViewSet(WebhookAreaMixin, viewsets.GenericViewSet):
     @extend_schema(
         operation_id="createWebhookChannel",
         summary="Create a webhook channel",
-        description="Creates a channel: its URL (checked as a destination's) receives the "
+        description="Creates a channel: its URL (checked against the address guard) receives the "
         "allowed event types, signed with the store's signing secret. A store has at most 20 "
         "channels (WEBHOOKS_STORE_CHANNELS_MAX): one more is a 422 (`param` "
         "`non_field_errors`).",

@@ -26,7 +26,7 @@ def delivery_get(*, store, delivery_id) -> WebhookDelivery:
     except ValueError:
         raise NotFound() from None
     delivery = (
-        WebhookDelivery.objects.select_related("event", "destination")
+        WebhookDelivery.objects.select_related("event", "channel")
         .filter(store=store, pk=delivery_uuid)
         .first()
     )

@@ -9,12 +9,12 @@ from webhooks.models import WebhookDelivery
 
 
 class WebhookDeliveryReplaySerializer(ClosedObjectSerializer):
-    """Body of the replay: an empty object. The destination, payload and query cannot be
+    """Body of the replay: an empty object. The channel, payload and query cannot be
     overridden (spec "Events and deliveries", replay rule 4)."""
 
 
 # OpenAPI examples (spec "Webhook delivery", "Webhook event type"; docs/design.md "Webhooks"),
-# used by webhooks/views.py.
+# used by webhooks/deliveries/views.py.
 WEBHOOK_DELIVERY_EXAMPLE = {
     "id": "3f0c9a52-7d1e-4b8a-9c2f-5e6d7a8b9c0d",
     "event_id": "evt_01J0Z8X4R2M6N7P8Q9R0S1T2V3",
@@ -49,10 +49,10 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
     event_id = serializers.CharField()
     status = serializers.ChoiceField(choices=[value for value, _ in WebhookDelivery.STATUSES])
     destination_origin = serializers.CharField(
-        help_text="scheme://host[:port] of the destination; the full URL is never shown."
+        help_text="scheme://host[:port] of the channel; the full URL is never shown."
     )
     channel_id = serializers.UUIDField(
-        source="destination.uid",
+        source="channel.uid",
         allow_null=True,
         default=None,
         help_text="The channel it is (or was) sent to; null once that channel is deleted.",
@@ -77,7 +77,7 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
 
 
 class WebhookDeliveryAttemptSerializer(serializers.Serializer):
-    """One attempt of a delivery (issue 31 §3): never the URL, nor its path or query."""
+    """One attempt of a delivery: never the URL, nor its path or query."""
 
     attempt = serializers.IntegerField(source="number")
     attempted_at = serializers.DateTimeField(source="started_at")
@@ -91,7 +91,7 @@ class WebhookDeliveryAttemptSerializer(serializers.Serializer):
     )
 
     def get_error(self, attempt) -> str | None:
-        # Stored as "<kind>: <origin or detail>" or "HTTP <status>" (webhooks/sender.py).
+        # Stored as "<kind>: <origin or detail>" or "HTTP <status>" (webhooks/dispatch/sender.py).
         if not attempt.error or attempt.error.startswith("HTTP "):
             return None
         return attempt.error.split(":", 1)[0]

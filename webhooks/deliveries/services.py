@@ -1,17 +1,15 @@
-"""Writes of the webhooks area: destinations, and deliveries from creation to a final state.
+"""Writes of the webhooks area: channels, and deliveries from creation to a final state.
 
-Delivery lifecycle (docs/design.md "Webhooks"): created `pending` in the event's transaction, to
-the enabled destinations only (`disabled`, never sent, when its destination is disabled before
-its first attempt) -> claimed with a lease by one worker
--> attempt sent -> `succeeded` on a 2xx, else `pending` again with `next_attempt_at` on the
-retry schedule, then `failed` after the last retry. New deliveries are sent by a drain of their
-destination, queued on commit; a retry is queued as its own send task; the beat sweeper queues
-a drain of each destination with a due delivery whose message was lost. Every send holds one
-of its destination's few send slots, one of its account's and, while the destination fails, one
-of the failing destinations' share (webhooks/attempts.py), so no store, no account and no set of
-failing receivers fills the workers. Queueing the tasks and the sweeper are
-webhooks/queueing.py's.
-"""
+Delivery lifecycle (docs/design.md "Webhooks"): created `pending` in the event's transaction, to the
+enabled channels only (`disabled`, never sent, when its channel is disabled before its first
+attempt) -> claimed with a lease by one worker -> attempt sent -> `succeeded` on a 2xx, else
+`pending` again with `next_attempt_at` on the retry schedule, then `failed` after the last retry.
+New deliveries are sent by a drain of their channel, queued on commit; a retry is queued as its own
+send task; the beat sweeper queues a drain of each channel with a due delivery whose message was
+lost. Every send holds one of its channel's few send slots, one of its account's and, while the
+channel fails, one of the failing channels' share (webhooks/dispatch/attempts.py), so no store, no
+account and no set of failing receivers fills the workers. Queueing the tasks and the sweeper are
+webhooks/dispatch/queueing.py's."""
 
 import logging
 import threading
@@ -43,7 +41,7 @@ def deliveries_create(
             event=event,
             event_occurred_at=event.occurred_at,
             event_type=event.type,
-            destination=channel,
+            channel=channel,
             destination_origin=url_origin(channel.url),
             status=WebhookDelivery.STATUS_PENDING,
             next_attempt_at=now,
@@ -60,17 +58,17 @@ def deliveries_create(
         # Logged with the id of the request that created it: its attempts may be made by a
         # drain another request queued, so this line links the request to the delivery id.
         logger.info(
-            "webhook delivery %s created: event %s (%s), destination %s, %s",
+            "webhook delivery %s created: event %s (%s), channel %s, %s",
             delivery.pk,
             event.pk,
             event.type,
-            delivery.destination_id,
+            delivery.channel_id,
             delivery.status,
             extra={
                 "delivery_id": str(delivery.pk),
                 "event_id": str(event.pk),
                 "event_type": event.type,
-                "destination_id": delivery.destination_id,
+                "channel_id": delivery.channel_id,
                 "store_id": event.store_id,
                 "delivery_status": delivery.status,
             },
@@ -92,7 +90,7 @@ def pending_room(*, store_id) -> int:
     # WEBHOOKS_STORE_CHANNELS_MAX of them).
     channel_ids = WebhookChannel.objects.filter(store_id=store_id).values("id")
     pending = WebhookDelivery.objects.filter(
-        destination_id__in=channel_ids, status=WebhookDelivery.STATUS_PENDING
+        channel_id__in=channel_ids, status=WebhookDelivery.STATUS_PENDING
     )[:limit].count()
     return limit - pending
 
@@ -220,13 +218,13 @@ def delivery_replay(*, store, delivery_id) -> WebhookDelivery:
     """
     original = delivery_get(store=store, delivery_id=delivery_id)
     with transaction.atomic():
-        destination = WebhookChannel.objects.filter(store=store, pk=original.destination_id).first()
-        if destination is None:
+        channel = WebhookChannel.objects.filter(store=store, pk=original.channel_id).first()
+        if channel is None:
             raise ValidationFailed.field("destination", "the delivery's channel was deleted")
-        if not destination.enabled:
+        if not channel.enabled:
             raise ValidationFailed.field("destination", "the delivery's channel is disabled")
         _replay_cap_check(store=store)
         pending_room_check(store_id=store.pk)
-        [delivery] = deliveries_create([(original.event, destination)], replay_of=original.pk)
-        drain_request_on_commit(delivery.destination_id)
+        [delivery] = deliveries_create([(original.event, channel)], replay_of=original.pk)
+        drain_request_on_commit(delivery.channel_id)
     return delivery

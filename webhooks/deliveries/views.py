@@ -54,11 +54,11 @@ class WebhookAreaMixin:
     )
 )
 class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
-    # Newest first: a page's ids are read by an index-only scan of delivery_store_created_id_idx
-    # (the last page at 1M deliveries: 158 -> 56 ms with the paginator's deferred join,
-    # docs/benchmarks/coupons-growth.md).
+    # Newest first: a page's ids are read by an index-only scan of delivery_store_created_id_idx,
+    # which keeps a deep page cheap with the paginator's deferred join
+    # (docs/benchmarks/coupons-growth.md).
     # With its channel, for `channel_id` (one join, no query per row).
-    queryset = WebhookDelivery.objects.select_related("destination").order_by("-created_at", "-id")
+    queryset = WebhookDelivery.objects.select_related("channel").order_by("-created_at", "-id")
     serializer_class = WebhookDeliverySerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = WebhookDeliveryFilter
@@ -80,7 +80,7 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
     @extend_schema(
         operation_id="webhook_deliveries_retrieve",
         summary="A webhook delivery, with its attempts",
-        description="One delivery of the store: its status, the destination's last answer and "
+        description="One delivery of the store: its status, the channel's last answer and "
         "each attempt. Another store's delivery, or an id that is not a UUID, is a 404.",
         parameters=[DELIVERY_PATH_PARAMETER],
         responses={
@@ -104,9 +104,9 @@ class WebhookDeliveryViewSet(WebhookAreaMixin, mixins.ListModelMixin, viewsets.G
     @extend_schema(
         operation_id="webhook_deliveries_replay",
         summary="Replay a delivery as a new pending delivery",
-        description="Sends the retained event again to the configured destination as a new "
+        description="Sends the retained event again to the configured channel as a new "
         "`pending` delivery (new id, same event_id). It never repeats the business action; "
-        "the destination, payload and query cannot be overridden (the body must be `{}`).",
+        "the channel, payload and query cannot be overridden (the body must be `{}`).",
         parameters=[DELIVERY_PATH_PARAMETER],
         request=WebhookDeliveryReplaySerializer,
         responses={

@@ -1,9 +1,9 @@
-"""Which destination URLs and IP addresses webhooks may reach (docs/design.md "Webhooks": SSRF).
+"""Which channel URLs and IP addresses webhooks may reach (docs/design.md "Webhooks": SSRF).
 
-Checked twice: when a destination is saved (the URL and every address its host resolves to)
-and when an attempt connects (the address actually connected to; see webhooks/transport.py),
-so a DNS answer that changes after the save (DNS rebinding) cannot reach an internal address.
-Names are resolved by webhooks/resolver.py.
+Checked twice: when a channel is saved (the URL and every address its host resolves to) and when an
+attempt connects (the address actually connected to; see webhooks/dispatch/transport.py), so a DNS
+answer that changes after the save (DNS rebinding) cannot reach an internal address. Names are
+resolved by webhooks/dispatch/resolver.py.
 
 The judgment is an explicit deny list, not `ipaddress.is_global` (which lets through
 192.0.0.0/24, fec0::/10, 6to4 and NAT64 wrapping private IPv4, IPv4-compatible addresses and
@@ -48,7 +48,7 @@ URL_PATTERN = (
     r"|[1-9][0-9]{0,3}))?(?:[/?](?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$"
 )
 URL_PATTERN_COMPILED = re.compile(URL_PATTERN)
-# Cloud metadata services: refused even when private destinations are allowed (dev, tests).
+# Cloud metadata services: refused even when private channels are allowed (dev, tests).
 # AWS/GCP/Azure/Oracle (169.254.169.254), AWS over IPv6, Alibaba Cloud (in shared 100.64/10).
 METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(address)
@@ -132,11 +132,11 @@ NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215
 IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
-class DestinationRefused(ValueError):
+class UrlRefused(ValueError):
     """The URL or the address it resolves to may not be sent to; the message says why."""
 
 
-def private_destinations_allowed() -> bool:
+def private_channels_allowed() -> bool:
     return bool(settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS)
 
 
@@ -210,7 +210,7 @@ def refusal_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str 
             return "cloud metadata"
         if denied is not None and denied.always:
             return kind(candidate, denied)
-    if private_destinations_allowed():
+    if private_channels_allowed():
         return None
     for candidate, denied in judged:
         if denied is not None:
@@ -232,59 +232,59 @@ def _refusal_kind_of(raw_address: str, private_allowed: bool) -> str | None:
 
 
 def address_check(raw_address: str) -> None:
-    """Raises DestinationRefused unless the IP may be connected to; the message ("an address
+    """Raises UrlRefused unless the IP may be connected to; the message ("an address
     webhooks may not reach (kind) ...") names the kind of range, never the address."""
-    kind = _refusal_kind_of(raw_address, private_destinations_allowed())
+    kind = _refusal_kind_of(raw_address, private_channels_allowed())
     if kind is not None:
-        raise DestinationRefused(
+        raise UrlRefused(
             f"an address webhooks may not reach ({kind}); only public internet addresses "
             "are allowed"
         )
 
 
-def _name_refused(host: str, timeout: float, detail: str) -> DestinationRefused:
+def _name_refused(host: str, timeout: float, detail: str) -> UrlRefused:
     """One refusal for a name that does not resolve, answers too late, or resolves to an
     address webhooks may not reach: telling them apart would tell the caller which internal
     names exist. The operators' log has the detail (the host, never the URL's path, which may
     hold a credential)."""
-    logger.info("webhook destination host %s refused: %s", host, detail)
-    return DestinationRefused(
+    logger.info("webhook host %s refused: %s", host, detail)
+    return UrlRefused(
         f"host {host} did not resolve within {timeout:g} s to public internet addresses only"
     )
 
 
 def url_check(url: str, *, store_id: int | None = None) -> str:
-    """Validates a destination URL at save time for the store `store_id`; returns it. Raises
-    DestinationRefused."""
+    """Validates a channel URL at save time for the store `store_id`; returns it. Raises
+    UrlRefused."""
     if len(url) > MAX_URL_LENGTH:
-        raise DestinationRefused(f"must be at most {MAX_URL_LENGTH} characters")
+        raise UrlRefused(f"must be at most {MAX_URL_LENGTH} characters")
     if not URL_PATTERN_COMPILED.match(url):
-        raise DestinationRefused(
+        raise UrlRefused(
             "must be an absolute URL: scheme, host and optional port, path and query of "
             "RFC 3986 characters (percent-encode others), no credentials, no fragment"
         )
     # The pattern admits a host, a port of 1..65535, no credentials and no fragment: what is
     # left to judge is the scheme and where the host leads.
     parts = urlsplit(url)
-    allowed_schemes = ("https", "http") if private_destinations_allowed() else ("https",)
+    allowed_schemes = ("https", "http") if private_channels_allowed() else ("https",)
     if parts.scheme not in allowed_schemes:
-        raise DestinationRefused("must be an https URL")
+        raise UrlRefused("must be an https URL")
     host = parts.hostname
     if ip_literal(host):
         try:
             address_check(host)
-        except DestinationRefused as refusal:
+        except UrlRefused as refusal:
             # The caller's own IP literal: naming its kind of range tells them nothing new.
-            raise DestinationRefused(f"host {host} is {refusal}") from None
+            raise UrlRefused(f"host {host} is {refusal}") from None
         return url
     # Bounded well below the resolver's own timeouts (glibc: 5 s per try and server), and in
-    # number (webhooks/outbound.py): the request's thread waits for it.
+    # number (webhooks/dispatch/outbound.py): the request's thread waits for it.
     timeout = settings.WEBHOOKS_DNS_TIMEOUT_SECONDS
     try:
         with outbound_call(kind=DNS_CHECK, store_id=store_id, seconds=timeout):
             addresses = resolve(host, timeout=timeout, store_id=store_id)
     except (OSError, UnicodeError) as error:
-        if private_destinations_allowed():
+        if private_channels_allowed():
             return url
         raise _name_refused(host, timeout, f"does not resolve ({error})") from None
     for address in addresses:

@@ -2,11 +2,11 @@
 (a lease), send one signed POST, record the outcome, release the slots and wake who waits.
 
 The two ways in are at the end: `delivery_send` (one delivery: a retry, the sweeper's orphans)
-and `destination_drain` (a destination's due deliveries in turn: new deliveries, wake-ups).
+and `channel_drain` (a channel's due deliveries in turn: new deliveries, wake-ups).
 Creating deliveries is services.py's, queueing them queueing.py's; the tasks only call these
 two. What the way uses, each in its own module: the send slots (slots.py: how many sends are
 in flight at once), the leases kept alive while their worker lives (leases.py), and what a
-failed attempt leads to (failures.py: the retry's wait, the destination's health).
+failed attempt leads to (failures.py: the retry's wait, the channel's health).
 """
 
 import logging
@@ -21,16 +21,16 @@ from django.utils import timezone
 
 from core.operations import metrics
 from webhooks.dispatch.failures import (
-    destination_health_update,
-    retry_cancel_if_destination_off,
+    channel_health_update,
+    retry_cancel_if_channel_off,
     retry_delay,
 )
 from webhooks.dispatch.leases import keeper
 from webhooks.dispatch.queueing import (
+    channel_drain_marker_clear,
+    channel_drain_marker_hold,
+    channel_drain_marker_let_go,
     deliveries_enqueue,
-    destination_drain_marker_clear,
-    destination_drain_marker_hold,
-    destination_drain_marker_let_go,
 )
 from webhooks.dispatch.sender import SendResult, send, signing_secrets, webhook_body
 from webhooks.dispatch.slots import slots_held
@@ -49,18 +49,18 @@ NO_SIGNING_SECRET_ERROR = (
 
 
 def delivery_claim(
-    *, delivery_id=None, destination_id=None
+    *, delivery_id=None, channel_id=None
 ) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | bool | None:
-    """Leases a due pending delivery (this one, or the destination's oldest due) to this worker
+    """Leases a due pending delivery (this one, or the channel's oldest due) to this worker
     and counts its attempt; returns it with its attempt to make, None if none is due, it is
-    final, or another worker has it, and False when the claimed delivery's destination is
+    final, or another worker has it, and False when the claimed delivery's channel is
     disabled or deleted, or its schedule's attempts are all spent (the last one lost with its
     worker): it is settled without an attempt (a drain goes on after that)."""
     now = timezone.now()
     token = uuid.uuid4()
     # Autocommitted statements, no transaction: the claim is one statement; what follows only
     # reads or records, and a worker dying in between just lets the lease run out.
-    match = {"delivery_id": delivery_id} if delivery_id else {"destination_id": destination_id}
+    match = {"delivery_id": delivery_id} if delivery_id else {"channel_id": channel_id}
     delivery = delivery_lease(now=now, token=token, **match)
     if delivery is None:
         return None
@@ -73,8 +73,8 @@ def delivery_claim(
     keeper.hold(token, taken_at=now)
     if delivery.attempts > 1:
         _abandoned_attempts_record(delivery=delivery, now=now, through=delivery.attempts - 1)
-    destination = delivery.destination
-    if destination is None or not destination.enabled:
+    channel = delivery.channel
+    if channel is None or not channel.enabled:
         # This claim's attempt is not made; earlier ones make it `failed`, not `disabled`.
         tried = delivery.attempts > 1
         WebhookDelivery.objects.filter(pk=delivery.pk, lease_token=token).update(
@@ -88,9 +88,9 @@ def delivery_claim(
         keeper.drop(token)
         metrics.webhook_delivery_settled("failed" if tried else "disabled")
         return False
-    origin = url_origin(destination.url)
+    origin = url_origin(channel.url)
     if origin != delivery.destination_origin:
-        # The destination's URL changed since the delivery was created: show where it goes.
+        # The channel's URL changed since the delivery was created: show where it goes.
         delivery.destination_origin = origin
         WebhookDelivery.objects.filter(pk=delivery.pk).update(destination_origin=origin)
     # Saved with its outcome, in the transaction that moves the delivery on.
@@ -170,9 +170,7 @@ def _attempt_send(delivery: WebhookDelivery) -> SendResult:
         # through once the store's signing secret is set (channels made by the SDK have
         # none until its rotate call).
         return SendResult(None, None, NO_SIGNING_SECRET_ERROR, duration_ms=0)
-    return send(
-        url=delivery.destination.url, message_id=delivery.event_id, body=body, secrets=secrets
-    )
+    return send(url=delivery.channel.url, message_id=delivery.event_id, body=body, secrets=secrets)
 
 
 # --- 3. record the outcome ----------------------------------------------------------------------
@@ -183,7 +181,7 @@ def delivery_attempt_finish(
 ) -> str:
     """Records an attempt's outcome and moves the delivery on; returns its new status."""
     now = timezone.now()
-    destination = delivery.destination
+    channel = delivery.channel
     delay = None
     if result.succeeded:
         status = WebhookDelivery.STATUS_SUCCEEDED
@@ -213,9 +211,9 @@ def delivery_attempt_finish(
         # The lease ran out and another worker took the delivery over: its outcome counts.
         logger.warning("webhook delivery %s: lease lost during attempt", delivery.pk)
         return WebhookDelivery.objects.get(pk=delivery.pk).status
-    disabled_now = destination_health_update(destination=destination, result=result, now=now)
+    disabled_now = channel_health_update(channel=channel, result=result, now=now)
     if status == WebhookDelivery.STATUS_PENDING and (
-        retry_cancel_if_destination_off(delivery_id=delivery.pk, now=now) or disabled_now
+        retry_cancel_if_channel_off(delivery_id=delivery.pk, now=now) or disabled_now
     ):
         status = WebhookDelivery.STATUS_FAILED
     if status == WebhookDelivery.STATUS_PENDING and queue_now:
@@ -224,7 +222,7 @@ def delivery_attempt_finish(
         )
     metrics.webhook_attempt_finished(response_status=result.response_status, final_status=status)
     # The error's kind only ("connection error", "HTTP 500"): its text may quote the
-    # destination's path, which can be a credential (hooks.slack.com/services/...).
+    # channel's path, which can be a credential (hooks.slack.com/services/...).
     error_kind = result.error.split(":", 1)[0][:40] or None
     logger.info(
         "webhook delivery %s attempt %s: %s (HTTP %s, %s, %d ms)",
@@ -237,7 +235,7 @@ def delivery_attempt_finish(
         extra={
             "delivery_id": str(delivery.pk),
             "event_id": str(delivery.event_id),
-            "destination_id": destination.pk,
+            "channel_id": channel.pk,
             "attempt": attempt.number,
             "delivery_status": status,
             "response_status": result.response_status,
@@ -252,58 +250,56 @@ def delivery_attempt_finish(
 
 
 def delivery_send(*, delivery_id) -> str | None:
-    """One attempt of a delivery, if it is due and free and its destination has a free send
+    """One attempt of a delivery, if it is due and free and its channel has a free send
     slot; returns its new status or None (a delivery left waiting is sent by a drain)."""
-    destination_id = (
-        WebhookDelivery.objects.filter(pk=delivery_id)
-        .values_list("destination_id", flat=True)
-        .first()
+    channel_id = (
+        WebhookDelivery.objects.filter(pk=delivery_id).values_list("channel_id", flat=True).first()
     )
-    if destination_id is None:
-        # Unknown, or its destination was deleted: the claim settles it without sending.
+    if channel_id is None:
+        # Unknown, or its channel was deleted: the claim settles it without sending.
         return _attempt_make(*claim) if (claim := delivery_claim(delivery_id=delivery_id)) else None
-    with slots_held(destination_id) as held:
+    with slots_held(channel_id) as held:
         if held is None:
             return None
         claim = delivery_claim(delivery_id=delivery_id)
         return _attempt_make(*claim) if claim else None
 
 
-def destination_drain(*, destination_id) -> int:
-    """Sends the destination's due deliveries one after another, oldest first, for at most
+def channel_drain(*, channel_id) -> int:
+    """Sends the channel's due deliveries one after another, oldest first, for at most
     WEBHOOKS_DRAIN_SECONDS; returns how many it claimed.
 
-    New deliveries are queued as one drain per destination (queueing.destination_drain_request),
-    not one message per delivery. The drain ends by clearing the destination's drain marker and
+    New deliveries are queued as one drain per channel (queueing.channel_drain_request),
+    not one message per delivery. The drain ends by clearing the channel's drain marker and
     then looking once more, so a delivery committed while the marker was still set (and so not
     queued) is sent by this drain. Out of time with more due, it queues its successor, which
-    goes to the back of the queue: other destinations' work is not held up behind a backlog.
+    goes to the back of the queue: other channels' work is not held up behind a backlog.
 
     It sends only while holding its send slots; with a bound full it ends at once, and a slot
-    holder queues the next drain (slots._destinations_wake). While it runs, its marker is a
+    holder queues the next drain (slots._channels_wake). While it runs, its marker is a
     lease of this worker (leases.py): a killed drain's is gone within seconds.
     """
     started = time.monotonic()
     claimed = 0
     out_of_time = False
     marker_held = True
-    with slots_held(destination_id, more_due=lambda: out_of_time) as held:
+    with slots_held(channel_id, more_due=lambda: out_of_time) as held:
         if held is None:
-            # The slots' holders wake this destination when they let go; if they die, the
+            # The slots' holders wake this channel when they let go; if they die, the
             # sweeper does, once this marker has run out.
-            destination_drain_marker_let_go(destination_id, refused=True)
+            channel_drain_marker_let_go(channel_id, refused=True)
             return 0
-        destination_drain_marker_hold(destination_id)
+        channel_drain_marker_hold(channel_id)
         try:
             while True:
                 if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
                     out_of_time = True
                     return claimed
-                claim = delivery_claim(destination_id=destination_id)
+                claim = delivery_claim(channel_id=channel_id)
                 if claim is None:
                     if not marker_held:
                         return claimed
-                    destination_drain_marker_clear(destination_id)
+                    channel_drain_marker_clear(channel_id)
                     marker_held = False
                     continue
                 claimed += 1
@@ -311,4 +307,4 @@ def destination_drain(*, destination_id) -> int:
                     _attempt_make(*claim)
         finally:
             # Before the slots' release queues a successor, which sets the marker anew.
-            destination_drain_marker_let_go(destination_id)
+            channel_drain_marker_let_go(channel_id)

@@ -46,7 +46,7 @@ def backlog_check() -> dict:
 
 
 def backlog_read(now) -> dict:
-    """The backlog as numbers: pending, due, oldest due age (s), disabled destinations."""
+    """The backlog as numbers: pending, due, oldest due age (s), disabled channels."""
     cap = settings.METRICS_BACKLOG_COUNT_CAP
     disabled = (
         WebhookChannel.objects.filter(enabled=False)
@@ -62,7 +62,7 @@ def backlog_read(now) -> dict:
         .count(),
         "due": WebhookDelivery.objects.due(now).order_by().values("pk")[:cap].count(),
         "oldest_due_age_seconds": oldest_due_age_seconds(now),
-        "disabled_destinations": by_reason,
+        "disabled_channels": by_reason,
     }
 
 
@@ -104,10 +104,10 @@ class BacklogCollector:
             value=backlog["oldest_due_age_seconds"],
         )
         disabled = GaugeMetricFamily(
-            "storefront_webhook_destinations_disabled",
-            "Disabled webhook destinations by reason: user, gone (410), failing.",
+            "storefront_webhook_channels_disabled",
+            "Disabled webhook channels by reason: user, gone (410), failing.",
             labels=["reason"],
         )
         for reason, _label in WebhookChannel.DISABLED_REASONS:
-            disabled.add_metric([reason], backlog["disabled_destinations"].get(reason, 0))
+            disabled.add_metric([reason], backlog["disabled_channels"].get(reason, 0))
         yield disabled

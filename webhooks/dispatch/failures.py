@@ -1,5 +1,5 @@
 """What a failed attempt leads to: the wait before its retry (the schedule, and a receiver's
-Retry-After within it), and the destination's health: failing since when, disabled after 410
+Retry-After within it), and the channel's health: failing since when, disabled after 410
 Gone or after failing for WEBHOOKS_DISABLE_AFTER_FAILING (docs/design.md "Webhooks")."""
 
 import logging
@@ -27,14 +27,14 @@ def retry_delay(*, attempts: int, result: SendResult) -> float | None:
     return delay
 
 
-def retry_cancel_if_destination_off(*, delivery_id, now) -> bool:
-    """A retry is not scheduled for a destination disabled or deleted during the attempt (its
+def retry_cancel_if_channel_off(*, delivery_id, now) -> bool:
+    """A retry is not scheduled for a channel disabled or deleted during the attempt (its
     pending deliveries were settled then, except this leased one): the delivery is `failed`."""
     return bool(
         WebhookDelivery.objects.filter(
             pk=delivery_id, status=WebhookDelivery.STATUS_PENDING, lease_until__isnull=True
         )
-        .filter(Q(destination__isnull=True) | Q(destination__enabled=False))
+        .filter(Q(channel__isnull=True) | Q(channel__enabled=False))
         .update(
             status=WebhookDelivery.STATUS_FAILED,
             next_attempt_at=None,
@@ -44,39 +44,39 @@ def retry_cancel_if_destination_off(*, delivery_id, now) -> bool:
     )
 
 
-def destination_health_update(*, destination, result: SendResult, now) -> bool:
+def channel_health_update(*, channel, result: SendResult, now) -> bool:
     """410 Gone, or failing every attempt for WEBHOOKS_DISABLE_AFTER_FAILING, disables it;
     returns whether it did (its pending deliveries, this one included, are then settled).
 
-    `destination` is as read at claim time; the conditional UPDATEs keep it right when other
+    `channel` is as read at claim time; the conditional UPDATEs keep it right when other
     workers change it meanwhile, and are skipped when there is nothing to change.
     """
     if result.succeeded:
-        if destination.failing_since is not None:
-            WebhookChannel.objects.filter(pk=destination.pk).update(failing_since=None)
+        if channel.failing_since is not None:
+            WebhookChannel.objects.filter(pk=channel.pk).update(failing_since=None)
         return False
-    if destination.failing_since is None:
-        WebhookChannel.objects.filter(pk=destination.pk, failing_since__isnull=True).update(
+    if channel.failing_since is None:
+        WebhookChannel.objects.filter(pk=channel.pk, failing_since__isnull=True).update(
             failing_since=now
         )
     reason = ""
     if result.response_status == 410:
         reason = WebhookChannel.DISABLED_GONE
-    elif destination.failing_since is not None:
+    elif channel.failing_since is not None:
         failing_since = (
-            WebhookChannel.objects.filter(pk=destination.pk)
+            WebhookChannel.objects.filter(pk=channel.pk)
             .values_list("failing_since", flat=True)
             .first()
         )
         if failing_since and failing_since <= now - settings.WEBHOOKS_DISABLE_AFTER_FAILING:
             reason = WebhookChannel.DISABLED_FAILING
     if reason:
-        logger.warning("webhook destination %s disabled: %s", destination.pk, reason)
-        destination_enabled_set(destination=destination, enabled=False, reason=reason)
+        logger.warning("webhook channel %s disabled: %s", channel.pk, reason)
+        channel_enabled_set(channel=channel, enabled=False, reason=reason)
     return bool(reason)
 
 
-def destination_enabled_set(*, destination: WebhookChannel, enabled: bool, reason: str = ""):
+def channel_enabled_set(*, channel: WebhookChannel, enabled: bool, reason: str = ""):
     now = timezone.now()
     fields = {"enabled": enabled, "updated_at": now}
     if enabled:
@@ -84,23 +84,23 @@ def destination_enabled_set(*, destination: WebhookChannel, enabled: bool, reaso
     else:
         fields["disabled_reason"] = reason or WebhookChannel.DISABLED_BY_USER
     with transaction.atomic():
-        WebhookChannel.objects.filter(pk=destination.pk).update(**fields)
+        WebhookChannel.objects.filter(pk=channel.pk).update(**fields)
         if not enabled:
-            pending_deliveries_settle(destination_id=destination.pk, now=now)
+            pending_deliveries_settle(channel_id=channel.pk, now=now)
     for name, value in fields.items():
-        setattr(destination, name, value)
-    return destination
+        setattr(channel, name, value)
+    return channel
 
 
-def pending_deliveries_settle(*, destination_id, now) -> None:
-    """Deliveries still waiting for a disabled or removed destination will never be sent:
+def pending_deliveries_settle(*, channel_id, now) -> None:
+    """Deliveries still waiting for a disabled or removed channel will never be sent:
     `disabled` if never tried (docs/design.md: attempts 0), `failed` if already tried.
 
     Leased ones (an attempt in flight, or a worker that died) are left to their attempt's
     outcome or to the next claim, which record that attempt and then settle them the same way.
     """
     waiting = WebhookDelivery.objects.filter(
-        destination_id=destination_id,
+        channel_id=channel_id,
         status=WebhookDelivery.STATUS_PENDING,
         lease_until__isnull=True,
     )

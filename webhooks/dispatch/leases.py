@@ -1,15 +1,13 @@
 """Leases kept alive while their holder lives (docs/decisions/hardening.md, Hardening IV 12).
 
-A send holds leases: its send slots (webhooks/slots.py), its claimed delivery, and a running
-drain its destination's drain marker (webhooks/queueing.py). They are taken short, for
-`live_seconds()` (3 heartbeats), and this process renews them every
-WEBHOOKS_HEARTBEAT_SECONDS from a thread of its own while it holds them. A worker killed with
-kill -9 renews nothing more: its leases run out within seconds, and another worker takes over.
-A live holder is never overtaken: a renewal only extends a lease that has not run out, and no
-lease is renewed past `WEBHOOKS_LEASE_SECONDS` after it was taken, the bound the system check
-webhooks.E001 keeps beyond the sending tasks' hard time limit, at which the pool kills the
-process and with it this thread.
-"""
+A send holds leases: its send slots (webhooks/dispatch/slots.py), its claimed delivery, and a
+running drain its channel's drain marker (webhooks/dispatch/queueing.py). They are taken short, for
+`live_seconds()` (3 heartbeats), and this process renews them every WEBHOOKS_HEARTBEAT_SECONDS from
+a thread of its own while it holds them. A worker killed with kill -9 renews nothing more: its
+leases run out within seconds, and another worker takes over. A live holder is never overtaken: a
+renewal only extends a lease that has not run out, and no lease is renewed past
+`WEBHOOKS_LEASE_SECONDS` after it was taken, the bound the system check webhooks.E001 keeps beyond
+the sending tasks' hard time limit, at which the pool kills the process and with it this thread."""
 
 import contextlib
 import logging

@@ -1,5 +1,5 @@
 """The bound on the outbound calls a web request waits for: a channel's test send and the DNS
-check of a destination URL (docs/decisions/hardening.md, Hardening V 1).
+check of a channel URL (docs/decisions/hardening.md, Hardening V 1).
 
 Such a call holds its request's thread for as long as the other side makes it wait (its own
 budget at most). So that no tenant can spend the threads every other tenant's requests need:

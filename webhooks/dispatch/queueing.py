@@ -1,5 +1,5 @@
 """Queueing the sending tasks: publishing them without blocking a business request, one drain
-per destination (its marker), and the sweeper that queues what a lost message, a broker outage
+per channel (its marker), and the sweeper that queues what a lost message, a broker outage
 or a dead worker left due (docs/decisions/webhooks.md "Pipeline and at-least-once").
 
 Creating deliveries is services.py's, sending them attempts.py's; both queue through here.
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 # The tasks (webhooks/tasks.py) are queued by their stable names: tasks.py calls attempts.py,
 # which calls this module, so importing the task objects here would close a circle.
 DELIVERY_SEND_TASK = "webhooks.delivery_send"
-DESTINATION_DRAIN_TASK = "webhooks.destination_drain"
+CHANNEL_DRAIN_TASK = "webhooks.channel_drain"
 DELIVERIES_SWEEP_TASK = "webhooks.deliveries_sweep"
 
 
@@ -78,99 +78,98 @@ def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) ->
     return _tasks_publish(DELIVERY_SEND_TASK, args_list, countdown=countdown)
 
 
-# --- one drain per destination --------------------------------------------------------------
-# New deliveries are sent by a drain of their destination (attempts.destination_drain), which
-# claims and sends due deliveries one after another. A marker in the cache says "a drain of this
-# destination is queued or running"; while it is set, new deliveries queue nothing. Queued, it
-# lasts WEBHOOKS_LEASE_SECONDS; running, the drain holds it as a lease (webhooks/leases.py),
-# so a killed worker's marker is gone within seconds, and the sweeper then queues a drain of
-# what it left (deliveries_sweep).
+# --- one drain per channel -------------------------------------------------------------- New
+# deliveries are sent by a drain of their channel (attempts.channel_drain), which claims and sends
+# due deliveries one after another. A marker in the cache says "a drain of this channel is queued or
+# running"; while it is set, new deliveries queue nothing. Queued, it lasts WEBHOOKS_LEASE_SECONDS;
+# running, the drain holds it as a lease (webhooks/dispatch/leases.py), so a killed worker's marker
+# is gone within seconds, and the sweeper then queues a drain of what it left (deliveries_sweep).
 
 
-def _drain_marker_key(destination_id) -> str:
-    return f"webhooks:drain:{destination_id}"
+def _drain_marker_key(channel_id) -> str:
+    return f"webhooks:drain:{channel_id}"
 
 
-def _drain_enqueue(destination_id) -> None:
-    if not _tasks_publish(DESTINATION_DRAIN_TASK, [[destination_id]]):
-        destination_drain_marker_clear(destination_id)  # so the next delivery tries again
+def _drain_enqueue(channel_id) -> None:
+    if not _tasks_publish(CHANNEL_DRAIN_TASK, [[channel_id]]):
+        channel_drain_marker_clear(channel_id)  # so the next delivery tries again
 
 
-def destination_drain_request(destination_id) -> None:
-    """Queues a drain of the destination unless one is queued or running already (it will
+def channel_drain_request(channel_id) -> None:
+    """Queues a drain of the channel unless one is queued or running already (it will
     claim the new deliveries too). Called on the commit that created deliveries."""
     try:
         marker_set = cache.add(
-            _drain_marker_key(destination_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS
+            _drain_marker_key(channel_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS
         )
     except Exception:
         marker_set = True  # no cache: queue anyway; a drain with nothing due just ends
     if marker_set:
-        _drain_enqueue(destination_id)
+        _drain_enqueue(channel_id)
 
 
-def drain_request_on_commit(destination_id) -> None:
-    transaction.on_commit(lambda: destination_drain_request(destination_id), robust=True)
+def drain_request_on_commit(channel_id) -> None:
+    transaction.on_commit(lambda: channel_drain_request(channel_id), robust=True)
 
 
-def drains_request_on_commit(destination_ids: list) -> None:
+def drains_request_on_commit(channel_ids: list) -> None:
     """drain_request_on_commit of each of an event's channels, in one cache round trip when
     their drains are queued or running already (a batch of events: all but the first)."""
-    transaction.on_commit(lambda: _drains_request(destination_ids), robust=True)
+    transaction.on_commit(lambda: _drains_request(channel_ids), robust=True)
 
 
-def _drains_request(destination_ids: list) -> None:
-    keys = {destination_id: _drain_marker_key(destination_id) for destination_id in destination_ids}
+def _drains_request(channel_ids: list) -> None:
+    keys = {channel_id: _drain_marker_key(channel_id) for channel_id in channel_ids}
     try:
         marked = cache.get_many(list(keys.values()))
     except Exception:
         marked = {}  # no cache: each request below decides, as a single one would
-    for destination_id, key in keys.items():
+    for channel_id, key in keys.items():
         if key not in marked:
-            destination_drain_request(destination_id)
+            channel_drain_request(channel_id)
 
 
-def destination_drain_continue(destination_id) -> None:
+def channel_drain_continue(channel_id) -> None:
     """Queues the successor of a drain that ran out of time with deliveries still due."""
     with contextlib.suppress(Exception):
-        cache.set(_drain_marker_key(destination_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS)
-    _drain_enqueue(destination_id)
+        cache.set(_drain_marker_key(channel_id), 1, timeout=settings.WEBHOOKS_LEASE_SECONDS)
+    _drain_enqueue(channel_id)
 
 
-def destination_drain_marker_hold(destination_id) -> None:
+def channel_drain_marker_hold(channel_id) -> None:
     """The running drain's marker: a lease of this process, gone soon after it dies."""
-    key = _drain_marker_key(destination_id)
+    key = _drain_marker_key(channel_id)
     with contextlib.suppress(Exception):
         cache.set(key, 1, timeout=live_seconds())
     keeper.hold_marker(key, taken_at=timezone.now())
 
 
-def destination_drain_marker_let_go(destination_id, *, refused: bool = False) -> None:
+def channel_drain_marker_let_go(channel_id, *, refused: bool = False) -> None:
     """A drain that ends without clearing its marker stops renewing it: it lasts a lease more,
     or as long as a successor queued meanwhile set it. A drain refused a send slot shortens it
     to a lease: the slots' holders queue the next drain when they let go, and if they died, the
     sweeper does once the marker is gone."""
-    key = _drain_marker_key(destination_id)
+    key = _drain_marker_key(channel_id)
     keeper.drop_marker(key)
     if refused:
         with contextlib.suppress(Exception):
             cache.touch(key, live_seconds())
 
 
-def destination_drain_marker_clear(destination_id) -> None:
-    key = _drain_marker_key(destination_id)
+def channel_drain_marker_clear(channel_id) -> None:
+    key = _drain_marker_key(channel_id)
     keeper.drop_marker(key)
     try:
         cache.delete(key)
     except Exception:
         # It expires on its own; until then the sweeper queues what new deliveries need.
-        logger.warning("webhook destination %s: drain marker not cleared", destination_id)
+        logger.warning("webhook channel %s: drain marker not cleared", channel_id)
 
 
-def _destinations_without_drain(destination_ids: list) -> set:
-    """Those of `destination_ids` with no drain queued or running (no marker); none when the
+def _channels_without_drain(channel_ids: list) -> set:
+    """Those of `channel_ids` with no drain queued or running (no marker); none when the
     cache cannot say."""
-    keys = {_drain_marker_key(pk): pk for pk in destination_ids}
+    keys = {_drain_marker_key(pk): pk for pk in channel_ids}
     try:
         marked = cache.get_many(list(keys))
     except Exception:
@@ -178,10 +177,10 @@ def _destinations_without_drain(destination_ids: list) -> set:
     return {pk for key, pk in keys.items() if key not in marked}
 
 
-def _drain_markers_set(destination_ids: list) -> None:
+def _drain_markers_set(channel_ids: list) -> None:
     with contextlib.suppress(Exception):
         cache.set_many(
-            {_drain_marker_key(pk): 1 for pk in destination_ids},
+            {_drain_marker_key(pk): 1 for pk in channel_ids},
             timeout=settings.WEBHOOKS_LEASE_SECONDS,
         )
 
@@ -190,18 +189,18 @@ def _drain_markers_set(destination_ids: list) -> None:
 
 
 def deliveries_sweep(*, now=None) -> int:
-    """Queues a drain of every destination with a due delivery that no drain will send;
+    """Queues a drain of every channel with a due delivery that no drain will send;
     returns how many deliveries that covers.
 
     No drain will send them when their last message is older than
     WEBHOOKS_REQUEUE_AFTER_SECONDS (lost, or its queue is that far behind), or when their
-    destination has no drain marker (none queued, none running: a killed worker's is gone
-    within seconds, webhooks/leases.py). One drain per destination, not one message per
-    delivery: a destination's backlog costs one message, and its drains are bounded by
-    WEBHOOKS_DESTINATION_CONCURRENCY, so a failing store's backlog neither floods the queue nor
+    channel has no drain marker (none queued, none running: a killed worker's is gone
+    within seconds, webhooks/dispatch/leases.py). One drain per channel, not one message per
+    delivery: a channel's backlog costs one message, and its drains are bounded by
+    WEBHOOKS_CHANNEL_CONCURRENCY, so a failing store's backlog neither floods the queue nor
     crowds out other stores' catch-up. The queued drains' markers are set, so a queue that is
-    behind gets one more message per destination per WEBHOOKS_LEASE_SECONDS at most. Batches
-    of WEBHOOKS_SWEEP_BATCH_SIZE destinations, at most WEBHOOKS_SWEEP_MAX_BATCHES per run.
+    behind gets one more message per channel per WEBHOOKS_LEASE_SECONDS at most. Batches
+    of WEBHOOKS_SWEEP_BATCH_SIZE channels, at most WEBHOOKS_SWEEP_MAX_BATCHES per run.
     """
     now = now or timezone.now()
     requeue_before = now - timedelta(seconds=settings.WEBHOOKS_REQUEUE_AFTER_SECONDS)
@@ -209,40 +208,40 @@ def deliveries_sweep(*, now=None) -> int:
     unqueued = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=requeue_before)
     batch_size = settings.WEBHOOKS_SWEEP_BATCH_SIZE
     queued = 0
-    # A dead worker's delivery whose destination was deleted meanwhile has no drain: its own
+    # A dead worker's delivery whose channel was deleted meanwhile has no drain: its own
     # send settles it (rare; one message each).
     orphans = list(
-        due.filter(unqueued, destination__isnull=True).values_list("id", flat=True)[:batch_size]
+        due.filter(unqueued, channel__isnull=True).values_list("id", flat=True)[:batch_size]
     )
     if orphans and deliveries_enqueue(orphans):
         queued += WebhookDelivery.objects.filter(pk__in=orphans).update(enqueued_at=now)
-    stale = due.filter(unqueued, destination__isnull=False)
+    stale = due.filter(unqueued, channel__isnull=False)
     for _ in range(settings.WEBHOOKS_SWEEP_MAX_BATCHES):
-        destination_ids = list(
-            stale.order_by("destination_id")
-            .values_list("destination_id", flat=True)
+        channel_ids = list(
+            stale.order_by("channel_id")
+            .values_list("channel_id", flat=True)
             .distinct()[:batch_size]
         )
-        if not destination_ids:
+        if not channel_ids:
             break
-        drained = _drains_queue(due, destination_ids, now)
+        drained = _drains_queue(due, channel_ids, now)
         if drained is None:
             return queued
         queued += drained
-        if len(destination_ids) < batch_size:
+        if len(channel_ids) < batch_size:
             break
     # Recently queued, but with no drain queued or running any more: the longest waiting first
     # (a dead drain's deliveries), within the run's bound.
-    recent = due.filter(destination__isnull=False).exclude(unqueued).order_by("next_attempt_at")
+    recent = due.filter(channel__isnull=False).exclude(unqueued).order_by("next_attempt_at")
     waiting = list(
         dict.fromkeys(
-            recent.values_list("destination_id", flat=True)[
+            recent.values_list("channel_id", flat=True)[
                 : batch_size * settings.WEBHOOKS_SWEEP_MAX_BATCHES
             ]
         )
     )
     for start in range(0, len(waiting), batch_size):
-        undrained = _destinations_without_drain(waiting[start : start + batch_size])
+        undrained = _channels_without_drain(waiting[start : start + batch_size])
         drained = _drains_queue(due, sorted(undrained), now) if undrained else 0
         if drained is None:
             break
@@ -250,11 +249,11 @@ def deliveries_sweep(*, now=None) -> int:
     return queued
 
 
-def _drains_queue(due, destination_ids: list, now) -> int | None:
-    """Queues a drain of each destination and marks it queued; returns the due deliveries that
+def _drains_queue(due, channel_ids: list, now) -> int | None:
+    """Queues a drain of each channel and marks it queued; returns the due deliveries that
     covers, None when the broker refused them."""
-    if not _tasks_publish(DESTINATION_DRAIN_TASK, [[pk] for pk in destination_ids]):
-        logger.warning("webhook sweep: %d drains not queued", len(destination_ids))
+    if not _tasks_publish(CHANNEL_DRAIN_TASK, [[pk] for pk in channel_ids]):
+        logger.warning("webhook sweep: %d drains not queued", len(channel_ids))
         return None
-    _drain_markers_set(destination_ids)
-    return due.filter(destination_id__in=destination_ids).update(enqueued_at=now)
+    _drain_markers_set(channel_ids)
+    return due.filter(channel_id__in=channel_ids).update(enqueued_at=now)

@@ -5,9 +5,9 @@ scheme") through its reference library, the one our receivers verify with: HMAC-
 `{webhook-id}.{webhook-timestamp}.{body}` with the base64-decoded `whsec_` secret, sent as
 `webhook-signature: v1,<base64>` (space-separated when two secrets sign during a rotation).
 
-Time: webhooks/deadline.py (one budget for DNS, connect, request and response). Where the
-request goes: webhooks/transport.py (the address the SSRF check approved, named as the host).
-"""
+Time: webhooks/dispatch/deadline.py (one budget for DNS, connect, request and response). Where the
+request goes: webhooks/dispatch/transport.py (the address the SSRF check approved, named as the
+host)."""
 
 import json
 import re
@@ -156,7 +156,7 @@ def _post(
         )
     except AddressRefused as refusal:  # names the host and the kind of range, no address
         return SendResult(None, None, str(refusal), elapsed_ms())
-    except socket.gaierror:  # no answer, or none within the budget (webhooks/resolver.py)
+    except socket.gaierror:  # no answer, or none within the budget (webhooks/dispatch/resolver.py)
         return SendResult(None, None, f"DNS failure: {url_origin(url)}", elapsed_ms())
     except requests.RequestException as error:
         # The kind and the origin only: the exception's text holds the URL's path and query,

@@ -1,15 +1,14 @@
 """Send slots: how many sends are in flight at once (docs/decisions/webhooks.md "Fairness between
-stores"). A send holds, all at once or not at all, one free slot of its destination
-(WEBHOOKS_DESTINATION_CONCURRENCY), one of the account that created its store
-(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its destination is failing (`failing_since` set), one
-of the failing destinations' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
-(models.WebhookSendSlot), kept alive while its holder lives (webhooks/leases.py): a worker that
-dies gives its slots back within seconds, and slots work through any connection pooler, which
+stores"). A send holds, all at once or not at all, one free slot of its channel
+(WEBHOOKS_CHANNEL_CONCURRENCY), one of the account that created its store
+(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its channel is failing (`failing_since` set), one of the
+failing channels' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
+(models.WebhookSendSlot), kept alive while its holder lives (webhooks/dispatch/leases.py): a worker
+that dies gives its slots back within seconds, and slots work through any connection pooler, which
 session advisory locks did not.
 
-`slots_held` is what a send uses (webhooks/attempts.py): take, run the send, release, and wake
-who waits for the slots.
-"""
+`slots_held` is what a send uses (webhooks/dispatch/attempts.py): take, run the send, release, and
+wake who waits for the slots."""
 
 import contextlib
 import logging
@@ -23,7 +22,7 @@ from django.utils import timezone
 
 from core.database.connections import PreparedStatement
 from webhooks.dispatch.leases import keeper, live_seconds
-from webhooks.dispatch.queueing import destination_drain_continue
+from webhooks.dispatch.queueing import channel_drain_continue
 from webhooks.models import WebhookSendSlot, due_sql
 
 logger = logging.getLogger(__name__)
@@ -34,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class HeldSlots:
-    """What a send holds: its slot rows (none for a deleted destination), and what they were
+    """What a send holds: its slot rows (none for a deleted channel), and what they were
     taken as, for the wake-ups after their release."""
 
     slot_ids: list
@@ -50,18 +49,18 @@ TAKE_SQL = (
 )
 
 
-def slots_take(destination_id) -> HeldSlots | None:
-    """Takes the slots a send to this destination needs; None when one of them is full."""
+def slots_take(channel_id) -> HeldSlots | None:
+    """Takes the slots a send to this channel needs; None when one of them is full."""
     token = uuid.uuid4()
     taken_at = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(
             TAKE_SQL,
             [
-                destination_id,
+                channel_id,
                 token,
                 timedelta(seconds=live_seconds()),
-                settings.WEBHOOKS_DESTINATION_CONCURRENCY,
+                settings.WEBHOOKS_CHANNEL_CONCURRENCY,
                 settings.WEBHOOKS_ACCOUNT_CONCURRENCY,
                 settings.WEBHOOKS_FAILING_CONCURRENCY,
             ],
@@ -87,21 +86,21 @@ WHERE id IN (
 )
 """
 
-# After a release, in one round trip: whether the destination still has a due delivery
+# After a release, in one round trip: whether the channel still has a due delivery
 # (models.DUE_SQL; the deliveries' leases are in the workers' clock, the slots' in
-# the database's), and the next other destination, in id order after this one and wrapping round
-# (so the waiting ones take turns), that has a due delivery and a free destination slot: one
+# the database's), and the next other channel, in id order after this one and wrapping round
+# (so the waiting ones take turns), that has a due delivery and a free channel slot: one
 # of the same account, and, when a failing slot was released, one of the failing ones.
-# Fixed text; values are parameters. ({destination} is filled in below.)
-DUE_WHERE = "due.destination_id = {destination} AND " + due_sql(delivery="due", now="%(now)s")
+# Fixed text; values are parameters. ({channel} is filled in below.)
+DUE_WHERE = "due.channel_id = {channel} AND " + due_sql(delivery="due", now="%(now)s")
 DUE_EXISTS_SQL = f"EXISTS (SELECT 1 FROM webhooks_webhookdelivery AS due WHERE {DUE_WHERE})"  # noqa: S608
 WAITING_SQL = """
-SELECT dest.id FROM webhooks_webhookdestination AS dest
+SELECT dest.id FROM webhooks_webhookchannel AS dest
 JOIN stores_store AS store ON store.id = dest.store_id
-WHERE {where} AND dest.enabled AND dest.id {after} %(destination)s AND {due}
+WHERE {where} AND dest.enabled AND dest.id {after} %(channel)s AND {due}
     AND (SELECT count(*) FROM webhooks_webhooksendslot AS slot
          WHERE slot.scope = 1 AND slot.owner = dest.id AND slot.lease_until >= now())
-        < %(destination_slots)s
+        < %(channel_slots)s
 ORDER BY dest.id LIMIT 1
 """
 NEXT_WAITING_SQL = """(
@@ -113,7 +112,7 @@ NEXT_WAITING_SQL = """(
 
 
 def _next_waiting(where: str) -> str:
-    due = DUE_EXISTS_SQL.format(destination="dest.id")
+    due = DUE_EXISTS_SQL.format(channel="dest.id")
     return NEXT_WAITING_SQL.format(
         after=WAITING_SQL.format(where=where, after=">", due=due),
         before=WAITING_SQL.format(where=where, after="<", due=due),
@@ -121,7 +120,7 @@ def _next_waiting(where: str) -> str:
 
 
 WAKE_SQL = "SELECT {own_due}, {account_next}, CASE WHEN %(failing)s THEN {failing_next} END".format(
-    own_due=DUE_EXISTS_SQL.format(destination="%(destination)s"),
+    own_due=DUE_EXISTS_SQL.format(channel="%(channel)s"),
     account_next=_next_waiting(
         "(store.created_by_id = %(account)s OR store.id = %(creatorless_store)s)"
     ),
@@ -133,7 +132,7 @@ WAKE_SQL = "SELECT {own_due}, {account_next}, CASE WHEN %(failing)s THEN {failin
 RELEASE_STATEMENT = PreparedStatement("storefront_send_slots_release", RELEASE_SQL)
 WAKE_STATEMENT = PreparedStatement("storefront_send_slots_wake", WAKE_SQL)
 # The constant written into the SQL above.
-assert WebhookSendSlot.SCOPE_DESTINATION == 1
+assert WebhookSendSlot.SCOPE_CHANNEL == 1
 
 
 def slots_release(held: HeldSlots) -> None:
@@ -148,48 +147,48 @@ def slots_release(held: HeldSlots) -> None:
         logger.warning("webhook send slots %s not released; their lease runs out", held.slot_ids)
 
 
-def _destinations_wake(destination_id, held: HeldSlots, *, more_due: bool = False) -> None:
+def _channels_wake(channel_id, held: HeldSlots, *, more_due: bool = False) -> None:
     """After slots are released: a drain or send refused a slot ended without a trace, leaving
     its deliveries to the slot holders; so each holder, once it let go, queues a drain of its
-    destination if anything is still due there, and a drain of the next other destination of
+    channel if anything is still due there, and a drain of the next other channel of
     its account with a due delivery (and, for a failing slot, of the next failing one). Looking
     after the release closes the gap: whoever was refused this slot was refused before, and
     its deliveries are due now. What a wake-up misses (a slot whose lease ran out) the sweeper
     queues."""
     if not held.slot_ids:
-        return  # a deleted destination: nothing to wake
+        return  # a deleted channel: nothing to wake
     with connection.cursor() as cursor:
         WAKE_STATEMENT.execute(
             cursor,
             {
                 "now": timezone.now(),
-                "destination": destination_id,
+                "channel": channel_id,
                 "account": held.account_id,
                 # A store whose creator is gone is its own account, numbered minus its id.
                 "creatorless_store": -held.account_id,
                 "failing": held.failing,
-                "destination_slots": settings.WEBHOOKS_DESTINATION_CONCURRENCY,
+                "channel_slots": settings.WEBHOOKS_CHANNEL_CONCURRENCY,
             },
         )
         own_due, account_next, failing_next = cursor.fetchone()
-    # The others first: they queue ahead of this destination's successor for the freed slot.
+    # The others first: they queue ahead of this channel's successor for the freed slot.
     for other in dict.fromkeys(filter(None, (account_next, failing_next))):
-        destination_drain_continue(other)
+        channel_drain_continue(other)
     if more_due or own_due:
-        destination_drain_continue(destination_id)
+        channel_drain_continue(channel_id)
 
 
 @contextlib.contextmanager
-def slots_held(destination_id, *, more_due=lambda: False):
-    """Holds the slots of a send to this destination while the block runs; yields the
+def slots_held(channel_id, *, more_due=lambda: False):
+    """Holds the slots of a send to this channel while the block runs; yields the
     HeldSlots, or None (holding nothing) when one of its bounds is full. After the block, the
     slots are released and who waits for them is woken (`more_due()`: whether the block left
     deliveries it was due to send)."""
-    held = slots_take(destination_id)
+    held = slots_take(channel_id)
     try:
         yield held
     finally:
         if held is not None:
             slots_release(held)
     if held is not None:
-        _destinations_wake(destination_id, held, more_due=more_due())
+        _channels_wake(channel_id, held, more_due=more_due())

@@ -1,4 +1,5 @@
-"""The hand-written SQL of a delivery's way (webhooks/attempts.py): the claim and the outcome,
+"""The hand-written SQL of a delivery's way (webhooks/dispatch/attempts.py): the claim and the
+outcome,
 one round trip each where the ORM took four or more, measured against their ORM versions
 (docs/decisions/webhooks.md "A delivery's way through the code"). Prepared once per database
 session (core/database/connections.py): planning them was a large part of their time.
@@ -54,13 +55,13 @@ SELECT {columns}
 FROM claimed
 JOIN events_event AS event
     ON event.id = claimed.event_id AND event.occurred_at = claimed.event_occurred_at
-LEFT JOIN webhooks_webhookdestination AS destination ON destination.id = claimed.destination_id
+LEFT JOIN webhooks_webhookchannel AS channel ON channel.id = claimed.channel_id
 """
 # The row of CLAIM_SQL, model by model (fixed identifiers from the models, no input).
 CLAIM_ROW_MODELS = (
     ("claimed", WebhookDelivery),
     ("event", Event),
-    ("destination", WebhookChannel),
+    ("channel", WebhookChannel),
 )
 CLAIM_STATEMENT_BY = {
     match_name: PreparedStatement(
@@ -78,13 +79,13 @@ CLAIM_STATEMENT_BY = {
     )
     for match_name, match in (
         ("delivery_id", "due.id = %(delivery_id)s"),
-        ("destination_id", "due.destination_id = %(destination_id)s"),
+        ("channel_id", "due.channel_id = %(channel_id)s"),
     )
 }
 
 
 def _claimed_from_row(row) -> WebhookDelivery:
-    """The delivery of a CLAIM_SQL row, with its event and destination (None if deleted)."""
+    """The delivery of a CLAIM_SQL row, with its event and channel (None if deleted)."""
     instances, offset = [], 0
     for _alias, model in CLAIM_ROW_MODELS:
         fields = model._meta.concrete_fields
@@ -97,14 +98,14 @@ def _claimed_from_row(row) -> WebhookDelivery:
         names = [field.attname for field in fields]
         present = values[names.index(model._meta.pk.attname)] is not None  # the LEFT JOIN's
         instances.append(model.from_db(connection.alias, names, values) if present else None)
-    delivery, event, destination = instances
+    delivery, event, channel = instances
     delivery.event = event
-    delivery.destination = destination
+    delivery.channel = channel
     return delivery
 
 
 def delivery_lease(*, now, token, **match) -> WebhookDelivery | None:
-    """Leases the oldest due delivery matching `match` (delivery_id= or destination_id=) to
+    """Leases the oldest due delivery matching `match` (delivery_id= or channel_id=) to
     this worker and counts its attempt; None when there is none (or another worker has it).
     A delivery whose schedule is spent comes back `failed`, not leased (CLAIM_SQL)."""
     ((match_name, match_value),) = match.items()

@@ -28,7 +28,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from webhooks.dispatch.addresses import DestinationRefused, address_check
+from webhooks.dispatch.addresses import UrlRefused, address_check
 from webhooks.dispatch.deadline import current_deadline
 from webhooks.dispatch.resolver import ip_literal, resolve
 
@@ -59,7 +59,7 @@ def checked_address(host: str) -> str:
         try:
             address_check(address)  # again: the rules may have changed (the dev flag)
             return address
-        except DestinationRefused:
+        except UrlRefused:
             pass
     deadline = current_deadline()
     budget = deadline.remaining() if deadline else settings.WEBHOOKS_TIMEOUT_SECONDS
@@ -67,7 +67,7 @@ def checked_address(host: str) -> str:
     for address in resolve(host, timeout=budget):
         try:
             address_check(address)
-        except DestinationRefused as error:
+        except UrlRefused as error:
             # The host, never the URL's path (it may hold a credential).
             logger.info("webhook connection to host %s refused: %s is %s", host, address, error)
             refusal = error

@@ -1,6 +1,6 @@
 """The service's own Prometheus counters, incremented where the counted thing happens; with
 PROMETHEUS_MULTIPROC_DIR each process's values are summed by /metrics (docs/decisions/metrics.md
-"Where counters live"). Database gauges are computed at scrape time (webhooks/metrics.py).
+"Where counters live"). Database gauges are computed at scrape time (webhooks/dispatch/backlog.py).
 """
 
 import json
@@ -30,9 +30,9 @@ WEBHOOK_ATTEMPTS = Counter(
 WEBHOOK_DELIVERIES_FINISHED = Counter(
     "storefront_webhook_deliveries_finished",
     "Webhook deliveries a worker made final: succeeded, failed (no 2xx after the last "
-    "attempt, 410 Gone, or destination turned off after an attempt), disabled (destination "
-    "off when its first attempt came up). Deliveries settled in bulk when a destination is "
-    "turned off are not counted here (see storefront_webhook_destinations_disabled).",
+    "attempt, 410 Gone, or channel turned off after an attempt), disabled (channel "
+    "off when its first attempt came up). Deliveries settled in bulk when a channel is "
+    "turned off are not counted here (see storefront_webhook_channels_disabled).",
     ["status"],
 )
 WEBHOOK_FANOUT_WITHHELD = Counter(
@@ -103,7 +103,7 @@ def webhook_attempt_finished(*, response_status: int | None, final_status: str |
 
 
 def webhook_delivery_settled(status: str) -> None:
-    """A delivery made final without an attempt (its destination was off when claimed)."""
+    """A delivery made final without an attempt (its channel was off when claimed)."""
     WEBHOOK_DELIVERIES_FINISHED.labels(status=status).inc()
 
 
