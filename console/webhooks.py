@@ -20,7 +20,10 @@ SIGNING_SECRET = "signing_secret"
 def _channel_rows(request, channels) -> list[dict]:
     """The channels as the API shows them to this member: the full URL only with
     `webhook:write`, else its origin (the path can be a credential)."""
-    context = {"url_in_full": request.console.may(WRITE)}
+    context = {
+        "url_in_full": request.console.may(WRITE),
+        "signing_secret_configured": area.signing_secret_configured(store=request.console.store),
+    }
     rows = area.WebhookChannelSerializer(channels, many=True, context=context).data
     for row, channel in zip(rows, channels, strict=True):
         row["disabled_reason_text"] = area.disabled_reason_text(channel.disabled_reason)

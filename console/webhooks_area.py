@@ -21,6 +21,7 @@ from webhooks.channel_services import (
     channel_test_send,
     channel_update,
     channels_of,
+    signing_secret_configured,
     signing_secret_supplied,
 )
 from webhooks.filters import WebhookDeliveryFilter
@@ -52,6 +53,7 @@ __all__ = [
     "delivery_replay",
     "event_types_list",
     "secret_new",
+    "signing_secret_configured",
     "signing_secret_dates",
     "signing_secret_supplied",
 ]

@@ -22,7 +22,9 @@ def utc(moment):
         return "—"
     iso = moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     now = timezone.now()
-    if moment <= now:
+    if abs((now - moment).total_seconds()) < 60:
+        hint = "just now"
+    elif moment <= now:
         hint = f"{timesince(moment, now, depth=1)} ago"
     else:
         hint = f"in {timeuntil(moment, now, depth=1)}"

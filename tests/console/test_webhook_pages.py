@@ -36,6 +36,7 @@ def test_add_a_channel_seen_through_the_api(console, store, auth_client):
     assert response.status_code == 302
     channel = WebhookChannel.objects.get(store=store)
     assert response["Location"] == f"/console/webhooks/{channel.uid}/"
+    assert "not set — <a" in console.get(response["Location"]).content.decode()
     listed = auth_client.get("/api/v2/webhook-channels").json()["data"]
     assert [(c["name"], c["url"]) for c in listed] == [
         ("Fulfilment", "https://93.184.215.14/hooks")
@@ -94,6 +95,7 @@ def test_staff_reads_and_every_write_is_403(staff_console, store):
 def test_edit_disable_enable_and_delete(console, store, auth_client):
     channel = WebhookChannelFactory(store=store)
     page = f"/console/webhooks/{channel.uid}/"
+    assert "<dd>configured</dd>" in console.get(page).content.decode()
     response = post(
         console,
         page,
