@@ -10,8 +10,13 @@ so no secret is made that nobody could see.
 """
 
 import hashlib
+import logging
 
 from django.core.cache import cache
+
+from core.api.errors import ServiceUnavailable
+
+logger = logging.getLogger(__name__)
 
 # Long enough for the redirect that follows the form, short enough that an abandoned one
 # does not linger.
@@ -25,10 +30,17 @@ def _slot(request, purpose: str) -> str:
 
 
 def secret_keep_for_next_page(request, *, purpose: str, secret: str) -> None:
-    """Raises what the cache raises when it cannot keep it (Redis unreachable)."""
+    """ServiceUnavailable (503) when the cache cannot keep it (Redis unreachable): call it in
+    the transaction that makes the secret, which then rolls back."""
     if request.session.session_key is None:
         request.session.save()
-    cache.set(_slot(request, purpose), secret, timeout=SHOWN_ONCE_SECONDS)
+    try:
+        cache.set(_slot(request, purpose), secret, timeout=SHOWN_ONCE_SECONDS)
+    except Exception:
+        logger.warning("console: the cache cannot keep a new secret to show", exc_info=True)
+        raise ServiceUnavailable(
+            30, "The new secret could not be kept to show it; nothing was changed. Retry."
+        ) from None
 
 
 def secret_take(request, *, purpose: str) -> str | None:
@@ -36,7 +48,12 @@ def secret_take(request, *, purpose: str) -> str | None:
     if request.session.session_key is None:
         return None
     slot = _slot(request, purpose)
-    secret = cache.get(slot)
-    if secret is None or not cache.delete(slot):
+    try:
+        secret = cache.get(slot)
+        if secret is None or not cache.delete(slot):
+            return None
+    except Exception:
+        # Lost with the cache: the page says nothing of it; the member makes another.
+        logger.warning("console: the cache cannot give a new secret back", exc_info=True)
         return None
     return secret

@@ -144,3 +144,16 @@ def test_cli_connection_shows_and_disconnects(console, user, tokens, client_for)
     assert response.status_code == 302
     assert client_for(tokens["access_token"]).get("/api/v2/me").status_code == 401
     assert "not connected" in console.get("/console/cli/").content.decode()
+
+
+def test_a_secret_the_cache_cannot_keep_is_not_made(console, monkeypatch):
+    from django.core.cache import cache
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Redis is down")
+
+    monkeypatch.setattr(cache, "set", unreachable)
+    response = post(console, "/console/keys/", {"name": "lost", "abilities": ["*"]})
+    assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert not ApiKey.objects.filter(name="lost").exists()
