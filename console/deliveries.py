@@ -83,19 +83,16 @@ def delivery(request, delivery_id):
     found = area.delivery_get(store=request.console.store, delivery_id=delivery_id)
     if request.method != "POST":
         return _delivery_page(request, found)
-    replayed = []
 
     def replay():
         request.console.require(WRITE)
-        replayed.append(area.delivery_replay(store=request.console.store, delivery_id=found.pk))
+        replayed = area.delivery_replay(store=request.console.store, delivery_id=found.pk)
         messages.success(request, "Replayed as a new pending delivery.")
+        return replayed
 
-    response = submit(
+    return submit(
         request,
         replay,
         page=lambda error: _delivery_page(request, found, error),
-        success_url=reverse("console:delivery", args=[found.pk]),
+        success_url=lambda replayed: reverse("console:delivery", args=[replayed.pk]),
     )
-    if replayed:
-        response["Location"] = reverse("console:delivery", args=[replayed[0].pk])
-    return response

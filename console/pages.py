@@ -76,13 +76,13 @@ def console_view(*, needs_store: bool = True, permission: str | None = None):
 
 
 def submit(request, action, *, page, success_url):
-    """Runs `action()` (one service call) and redirects to `success_url`; a domain error
-    renders `page(error)` instead."""
+    """Runs `action()` (one service call) and redirects to `success_url`, or to
+    `success_url(result)` when it is callable; a domain error renders `page(error)` instead."""
     try:
-        action()
+        result = action()
     except ApiError as error:
         return page(error)
-    return redirect(success_url)
+    return redirect(success_url(result) if callable(success_url) else success_url)
 
 
 def validated(serializer_class, data, **context) -> dict:

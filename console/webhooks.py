@@ -56,19 +56,19 @@ def channels(request):
         return render_page(request, "console/channels.html", context, error=error)
 
     if request.method == "POST":
-        created = []
 
         def create():
             request.console.require(WRITE)
             values = _form_values(request)
             data = validated(area.WebhookChannelCreateSerializer, values, store=store)
-            created.append(area.channel_create(store=store, **data))
-
-        response = submit(request, create, page=show, success_url=reverse("console:channels"))
-        if created:
+            channel = area.channel_create(store=store, **data)
             messages.success(request, "Channel added.")
-            return redirect("console:channel", channel_id=created[0].uid)
-        return response
+            return channel
+
+        def added(channel):
+            return reverse("console:channel", args=[channel.uid])
+
+        return submit(request, create, page=show, success_url=added)
     return show()
 
 
@@ -88,10 +88,11 @@ def _channel_page(request, channel, error=None):
 
 
 def _channel_action(request, channel_id, action, done: str):
-    """A POST on one channel: `action(channel)` then back to its page with `done`."""
+    """A POST on one channel: `action(channel)` then back to its page with `done`; a GET of
+    the action's address is the channel's page."""
     channel = area.channel_get(store=request.console.store, channel_id=channel_id)
     if request.method != "POST":
-        return _channel_page(request, channel)
+        return redirect("console:channel", channel_id=channel.uid)
 
     def run():
         request.console.require(WRITE)
@@ -109,6 +110,9 @@ def _channel_action(request, channel_id, action, done: str):
 @console_view(permission=READ)
 def channel(request, channel_id):
     store = request.console.store
+    if request.method != "POST":
+        found = area.channel_get(store=store, channel_id=channel_id)
+        return _channel_page(request, found)
 
     def edit(found):
         data = validated(area.WebhookChannelReplaceSerializer, _form_values(request), store=store)

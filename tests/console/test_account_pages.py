@@ -157,3 +157,15 @@ def test_a_secret_the_cache_cannot_keep_is_not_made(console, monkeypatch):
     assert response.status_code == 503
     assert response["Retry-After"] == "30"
     assert not ApiKey.objects.filter(name="lost").exists()
+
+
+def test_shown_once_on_make_runs_file_cache_too(console, settings, tmp_path):
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(tmp_path),
+        }
+    }
+    post(console, "/console/keys/", {"name": "local", "abilities": ["*"]})
+    assert SECRET.search(console.get("/console/keys/").content.decode())
+    assert not SECRET.search(console.get("/console/keys/").content.decode())
