@@ -148,16 +148,24 @@ def test_journey_channel_test_event_signed_and_attempt_shown(
     secret = page.inner_text("#new-secret")
     assert secret == WebhookSigningSecret.objects.get(store=store).secret
 
+    # by keyboard alone: add the channel, send the test event
     page.click("nav.subnav >> text=Channels")
-    page.fill("#channel-name", "Fulfilment")
-    page.fill("#channel-url", receiver.url)
-    page.check("input[value='order.completed']")
-    page.click("#add-channel")
+    tab_to(page, "channel-name")
+    page.keyboard.type("Fulfilment")
+    tab_to(page, "channel-url")
+    page.keyboard.type(receiver.url)
+    for _ in range(10):  # past the hint's link, to the event type's checkbox
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.value") == "order.completed":
+            page.keyboard.press("Space")
+            break
+    tab_to(page, "add-channel")
+    page.keyboard.press("Enter")
     page.wait_for_selector("#send-test")
     check(page, "channel")
 
-    page.select_option("#test-event", "order.completed")
-    page.click("#send-test")
+    tab_to(page, "send-test", most=40)
+    page.keyboard.press("Enter")
     page.wait_for_selector("text=Test event order.completed delivered")
     [request] = receiver.received()
     assert Webhook(secret).verify(request.body, request.headers)["type"] == "order.completed"
