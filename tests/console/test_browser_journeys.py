@@ -134,6 +134,16 @@ def test_journey_sign_in_create_a_key_that_answers_the_api(live_server, page, us
     page.click("#confirm")
     page.wait_for_selector("text=not connected")
 
+    # a refused form and a page not found read as well
+    page.goto(f"{live_server.url}/console/keys/")
+    page.fill("#key-name", "no abilities")
+    page.click("#create-key")
+    page.wait_for_selector("#abilities-error")
+    check(page, "api-key-refused")
+    page.goto(f"{live_server.url}/console/deliveries/00000000-0000-0000-0000-000000000000/")
+    assert page.inner_text("h1") == "Not found"
+    check(page)
+
 
 def test_journey_channel_test_event_signed_and_attempt_shown(
     live_server, page, user, store, receiver, celery_worker
