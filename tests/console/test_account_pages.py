@@ -169,3 +169,16 @@ def test_shown_once_on_make_runs_file_cache_too(console, settings, tmp_path):
     post(console, "/console/keys/", {"name": "local", "abilities": ["*"]})
     assert SECRET.search(console.get("/console/keys/").content.decode())
     assert not SECRET.search(console.get("/console/keys/").content.decode())
+
+
+def test_a_staff_members_key_has_abilities_and_role(staff_console, store, client_for):
+    post(staff_console, "/console/keys/", {"name": "staff key", "abilities": ["*"]})
+    secret = SECRET.search(staff_console.get("/console/keys/").content.decode()).group(1)
+    key = client_for(secret, HTTP_X_STORE=store.slug)
+    assert key.get("/api/v2/webhook-channels").status_code == 200
+    refused = key.post(
+        "/api/v2/webhook-channels",
+        {"url": "https://93.184.215.14/x", "allowed_notifications": ["order.completed"]},
+        format="json",
+    )
+    assert refused.status_code == 403

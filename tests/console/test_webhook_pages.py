@@ -296,3 +296,18 @@ def test_lists_make_a_bounded_number_of_queries(
     grow(8)
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert console.get(path).status_code == 200
+
+
+def test_long_lists_page_by_position(console, store):
+    WebhookChannelFactory(store=store)
+    events = [record_order_completed(store, order_id=n) for n in range(27)]
+    first = console.get("/console/events/?type=order.*").content.decode()
+    assert first.count('href="/console/events/evt_') == 25
+    older = re.search(r'href="\?([^"]+)">Older events', first).group(1).replace("&amp;", "&")
+    second = console.get(f"/console/events/?{older}").content.decode()
+    assert {events[0].id, events[1].id} == set(re.findall(r"/console/events/(evt_\w+)/", second))
+
+    first = console.get("/console/deliveries/").content.decode()
+    assert delivery_links(first) == 25
+    older = re.search(r'href="\?([^"]+)">Older deliveries', first).group(1).replace("&amp;", "&")
+    assert delivery_links(console.get(f"/console/deliveries/?{older}").content.decode()) == 2
