@@ -24,7 +24,7 @@ from stores.models import Membership
 from stores.serializers import StoreCreateSerializer
 from stores.services import store_create
 
-KEYS_PER_PAGE = 25
+PAGE_SIZE = 25
 API_KEY_SECRET = "api_key"
 
 
@@ -38,7 +38,7 @@ def stores(request):
         .filter(user_id=request.user.pk)
         .order_by("store__name", "store_id")
     )
-    page = Paginator(memberships, KEYS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(memberships, PAGE_SIZE).get_page(request.GET.get("page"))
 
     def show(error=None):
         context = {"section": "stores", "page": page, "form_data": request.POST}
@@ -97,7 +97,7 @@ def keys(request):
         .filter(user_id=request.user.pk, revoked_at__isnull=True)
         .order_by("-created_at", "-id")
     )
-    page = Paginator(own, KEYS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(own, PAGE_SIZE).get_page(request.GET.get("page"))
     checked = set(request.POST.getlist("abilities")) if request.method == "POST" else set()
 
     def show(error=None):
