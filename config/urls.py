@@ -42,6 +42,7 @@ urlpatterns = [
     path("readyz", api_views.readyz, name="readyz"),
     path("status", api_views.status, name="status"),
     path("admin/", admin.site.urls),
+    path("console/", include("console.urls")),
     path("", include("oauth_cli.urls")),
 ]
 

@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "events",
     "webhooks",
     "oauth_cli",
+    # Server-rendered pages for a store's members (docs/console.md).
+    "console",
     "django_prometheus",
 ]
 

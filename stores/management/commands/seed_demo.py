@@ -51,6 +51,9 @@ class Command(BaseCommand):
         base = settings.BASE_URL
         self.stdout.write(self.style.SUCCESS("Demo data ready."))
         self.stdout.write(
+            f"  console: {base}/console/  (sign in as {DEMO_USERNAME}, password {DEMO_PASSWORD})"
+        )
+        self.stdout.write(
             f"  admin:   {base}/admin/  (user {DEMO_USERNAME}, password {DEMO_PASSWORD})"
         )
         self.stdout.write(f"  store:   {DEMO_STORE_SLUG}")
