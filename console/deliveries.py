@@ -73,7 +73,7 @@ def _delivery_page(request, found, error=None):
         "section": "deliveries",
         "delivery": area.WebhookDeliverySerializer(found).data,
         "attempts": area.WebhookDeliveryAttemptSerializer(attempts, many=True).data,
-        "channel_name": found.destination.name if found.destination else None,
+        "channel_name": found.channel.name if found.channel else None,
     }
     return render_page(request, "console/delivery.html", context, error=error)
 

@@ -6,7 +6,14 @@ the secret) and the deliveries of one channel.
 
 import uuid
 
-from webhooks.channel_serializers import (
+from webhooks.channels.recovery import channel_recover
+from webhooks.channels.selectors import (
+    channel_get,
+    channels_of,
+    event_types_list,
+    signing_secret_configured,
+)
+from webhooks.channels.serializers import (
     WebhookChannelCreateSerializer,
     WebhookChannelRecoverSerializer,
     WebhookChannelReplaceSerializer,
@@ -14,22 +21,22 @@ from webhooks.channel_serializers import (
     WebhookChannelTestSerializer,
     WebhookSigningSecretSerializer,
 )
-from webhooks.channel_services import (
+from webhooks.channels.services import (
     channel_create,
     channel_delete,
-    channel_get,
     channel_test_send,
     channel_update,
-    channels_of,
-    signing_secret_configured,
+    secret_new,
     signing_secret_supplied,
 )
-from webhooks.filters import WebhookDeliveryFilter
+from webhooks.deliveries.filters import WebhookDeliveryFilter
+from webhooks.deliveries.selectors import delivery_get
+from webhooks.deliveries.serializers import (
+    WebhookDeliveryAttemptSerializer,
+    WebhookDeliverySerializer,
+)
+from webhooks.deliveries.services import delivery_replay
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSigningSecret
-from webhooks.recovery import channel_recover
-from webhooks.selectors import delivery_get, event_types_list
-from webhooks.serializers import WebhookDeliveryAttemptSerializer, WebhookDeliverySerializer
-from webhooks.services import delivery_replay, secret_new
 
 __all__ = [
     "WebhookChannelCreateSerializer",
@@ -79,7 +86,7 @@ def deliveries_of(*, store, channel_id: str | None):
     """The store's deliveries, newest first (the API list's order and join), of one channel
     when `channel_id` names one of the store's (a malformed id: none)."""
     deliveries = (
-        WebhookDelivery.objects.select_related("destination")
+        WebhookDelivery.objects.select_related("channel")
         .filter(store=store)
         .order_by("-created_at", "-id")
     )
@@ -88,5 +95,5 @@ def deliveries_of(*, store, channel_id: str | None):
             uid = uuid.UUID(channel_id)
         except ValueError:
             return deliveries.none()
-        deliveries = deliveries.filter(destination__uid=uid)
+        deliveries = deliveries.filter(channel__uid=uid)
     return deliveries

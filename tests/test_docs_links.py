@@ -16,8 +16,8 @@ MARKDOWN_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?(?:\s+\"[^\"]*\")?\)")
 DOCS_CITATION = re.compile(r"(?<![\w./-])docs/[\w./-]+?\.md\b")
 # `tests/api/test_schema.py`, `config/`: a path of ours in backticks, up to a `::test` or a space.
 TOP_LEVEL = (
-    "accounts|bench|bin|config|coupons|deploy|docs|events|oauth_cli|orders|requirements|stores"
-    "|templates|tests|webhooks"
+    "accounts|bench|bin|config|console|core|coupons|deploy|devtools|docs|events|oauth_cli|orders"
+    "|requirements|stores|templates|tests|webhooks"
 )
 BACKTICKED_PATH = re.compile(rf"`((?:{TOP_LEVEL})/[\w./-]*?)(?:::[^`]*)?`")
 # A paragraph about another project (the style anchors) names that project's paths, not ours.

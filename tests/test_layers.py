@@ -53,7 +53,7 @@ def service_modules():
             yield path, ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
-@pytest.mark.parametrize("top", ["core", *APPS])
+@pytest.mark.parametrize("top", ["core", *APPS, "console"])
 def test_no_module_imports_from_a_layer_above_its_own(top):
     wrong = []
     for path, module in service_modules():

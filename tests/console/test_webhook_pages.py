@@ -171,7 +171,7 @@ def test_test_send_budget_is_the_apis(console, store, receiver, settings):
     settings.WEBHOOKS_OUTBOUND_CALLS_PER_PROCESS = 4
     from django.core.cache import cache
 
-    from webhooks.outbound import _store_key
+    from webhooks.dispatch.outbound import _store_key
 
     cache.set(_store_key("test_send", store.pk), f"other {timezone.now().timestamp() + 5}", 10)
     response = post(console, f"/console/webhooks/{channel.uid}/test", {"event": "order.completed"})
@@ -192,7 +192,7 @@ def test_recover_queues_missed_events(console, store):
     response = post(console, f"{page}recover", {"since": since})
     assert response.status_code == 302
     assert "Queued 1 missed event" in console.get(page).content.decode()
-    assert WebhookDelivery.objects.filter(destination=channel, recovered=True).count() == 1
+    assert WebhookDelivery.objects.filter(channel=channel, recovered=True).count() == 1
     response = post(console, f"{page}recover", {"since": "2000-01-01T00:00"})
     assert response.status_code == 422
     assert 'id="since-error"' in response.content.decode()
@@ -212,7 +212,7 @@ def test_deliveries_filter_page_and_replay(console, store, auth_client, settings
     assert "No deliveries match these filters" in page
     assert console.get("/console/deliveries/?status=nope").status_code == 422
 
-    delivery = WebhookDelivery.objects.filter(destination=first).first()
+    delivery = WebhookDelivery.objects.filter(channel=first).first()
     response = post(console, f"/console/deliveries/{delivery.pk}/")
     assert response.status_code == 302
     replayed = WebhookDelivery.objects.get(replay_of=delivery.pk)
