@@ -103,9 +103,9 @@ def test_webhook_tasks_go_to_the_webhooks_queue_and_maintenance_to_its_own(broke
     idempotency_keys_prune_task.delay()
 
     assert sorted(queued_tasks(broker, "webhooks")) == [
+        "webhooks.channel_drain",
         "webhooks.deliveries_sweep",
         "webhooks.delivery_send",
-        "webhooks.channel_drain",
     ]
     assert sorted(queued_tasks(broker, "maintenance")) == [
         "api.idempotency_keys_prune",

@@ -1,4 +1,4 @@
-"""Migration 0011: each store's one destination becomes one of its channels, with nothing
+"""Migration 0011: each store's destination becomes one of its channels, with nothing
 lost: its secrets become the store's signing secret, its subscriptions, enabled/disabled state
 and failure clock stay, and its deliveries (pending ones included) stay its deliveries. Run with
 Django's MigrationExecutor on rows written by the schema before it."""
@@ -15,14 +15,14 @@ from tests.webhooks.helpers import record_order_completed
 from webhooks.dispatch.sender import signing_secrets
 from webhooks.models import WebhookChannel, WebhookDelivery, WebhookSigningSecret
 
-BEFORE = [("webhooks", "0010_channel_write_records_withhold")]
+BEFORE = [("webhooks", "0010_destination_write_records_withhold")]
 AFTER = [("webhooks", "0011_channels")]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_channels_become_channels_with_nothing_lost(store, other_store):
-    # given: one enabled channel mid-rotation with a pending and a retrying delivery, and a
-    # channel disabled after 410 Gone with a delivery it never got (the schema before)
+def test_destinations_become_channels_with_nothing_lost(store, other_store):
+    # given: one enabled destination mid-rotation with a pending and a retrying delivery, and a
+    # destination disabled after 410 Gone with a delivery it never got (the schema before)
     events = [record_order_completed(store, order_id=n) for n in (1, 2)]
     missed = record_order_completed(other_store, order_id=3)
     now = timezone.now()
@@ -30,9 +30,9 @@ def test_channels_become_channels_with_nothing_lost(store, other_store):
     staff = UserFactory(is_staff=True)
     old_apps = migrate(BEFORE)
     try:
-        channel_model = old_apps.get_model("webhooks", "WebhookDestination")
+        destination_model = old_apps.get_model("webhooks", "WebhookDestination")
         delivery_model = old_apps.get_model("webhooks", "WebhookDelivery")
-        live = channel_model.objects.create(
+        live = destination_model.objects.create(
             store_id=store.pk,
             url="https://hooks.example.com/in",
             secret="whsec_bmV3LXNlY3JldC0wMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1",
@@ -41,7 +41,7 @@ def test_channels_become_channels_with_nothing_lost(store, other_store):
             event_types=["coupon.created", "order.completed"],
             failing_since=now,
         )
-        gone = channel_model.objects.create(
+        gone = destination_model.objects.create(
             store_id=other_store.pk,
             url="https://other.example.com/in",
             secret="whsec_b3RoZXItc2VjcmV0LTAxMjM0NTY3ODlhYmNkZWYwMTIz",
@@ -53,7 +53,7 @@ def test_channels_become_channels_with_nothing_lost(store, other_store):
         pending = delivery_model.objects.create(
             store_id=store.pk,
             event_id=events[0].pk,
-            channel=live,
+            destination=live,
             destination_origin="https://hooks.example.com",
             next_attempt_at=now,
             **common,
@@ -61,7 +61,7 @@ def test_channels_become_channels_with_nothing_lost(store, other_store):
         retrying = delivery_model.objects.create(
             store_id=store.pk,
             event_id=events[1].pk,
-            channel=live,
+            destination=live,
             destination_origin="https://hooks.example.com",
             attempts=2,
             next_attempt_at=now + timedelta(minutes=5),
@@ -70,12 +70,12 @@ def test_channels_become_channels_with_nothing_lost(store, other_store):
         never_sent = delivery_model.objects.create(
             store_id=other_store.pk,
             event_id=missed.pk,
-            channel=gone,
+            destination=gone,
             destination_origin="https://other.example.com",
             status="disabled",
             **common,
         )
-        staff.user_permissions.add(Permission.objects.get(codename="change_webhookchannel"))
+        staff.user_permissions.add(Permission.objects.get(codename="change_webhookdestination"))
 
         # when
         migrate(AFTER)
@@ -103,6 +103,6 @@ def test_channels_become_channels_with_nothing_lost(store, other_store):
         retrying.pk: (live.pk, "pending", 2),
         never_sent.pk: (gone.pk, "disabled", 0),
     }
-    # staff who could change channels can change channels
+    # staff who could change destinations can change channels
     staff.refresh_from_db()
     assert staff.has_perm("webhooks.change_webhookchannel")

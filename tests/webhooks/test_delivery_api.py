@@ -212,7 +212,7 @@ def test_replay_to_a_disabled_channel_is_422(auth_client, store, channel):
     response = auth_client.post(f"{LIST_URL}/{original.pk}/replay", {})
 
     assert response.status_code == 422
-    assert response.json()["param"] == "channel"
+    assert response.json()["param"] == "destination"
 
 
 def test_replay_without_a_channel_is_422(auth_client, store, channel):

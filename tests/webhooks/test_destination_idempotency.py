@@ -1,4 +1,4 @@
-"""Idempotency-Key on the channel writes (PUT, DELETE, rotate-secret), and the signing
+"""Idempotency-Key on the destination writes (PUT, DELETE, rotate-secret), and the signing
 secret, which a stored response never holds."""
 
 from importlib import import_module
@@ -78,9 +78,9 @@ def test_rotate_replayed_does_not_rotate_again_and_shows_the_same_secret(auth_cl
     assert first.status_code == again.status_code == 200
     assert again.json() == first.json()
     assert again[REPLAYED] == "true"
-    channel = WebhookChannel.objects.get(store=store)
-    assert store_secret(channel.store) == first.json()["data"]["secret"] != created
-    assert store_secret(channel.store, previous=True) == created
+    destination = WebhookChannel.objects.get(store=store)
+    assert store_secret(destination.store) == first.json()["data"]["secret"] != created
+    assert store_secret(destination.store, previous=True) == created
 
 
 def test_stored_responses_never_hold_the_signing_secret(auth_client, store):
@@ -125,7 +125,7 @@ def test_replays_show_the_full_url_again(auth_client, store):
     assert created_again.status_code == 201
     assert created_again.json() == created.json()
     assert rotated_again.json() == rotated.json()
-    # the rotation's URL is gone from the channel: its replay shows the origin, as to a reader
+    # the rotation's URL is gone from the destination: its replay shows the origin, as to a reader
     assert rotated_later.status_code == 200
     assert rotated_later.json()["data"]["url"] == "http://127.0.0.1:9000"
     assert rotated_later.json()["data"]["secret"] == rotated.json()["data"]["secret"]
@@ -206,7 +206,7 @@ def test_creation_replayed_after_a_replacing_put_still_shows_the_secret(auth_cli
     assert store_secret(store) == first.json()["data"]["secret"]
 
 
-def test_delete_replayed_does_not_delete_a_channel_created_since(auth_client, store):
+def test_delete_replayed_does_not_delete_a_destination_created_since(auth_client, store):
     auth_client.put(URL, BODY)
     first = auth_client.delete(URL, **key("delete-1"))
     auth_client.put(URL, BODY)
@@ -252,8 +252,8 @@ def test_invalid_keys_are_422_and_change_nothing(auth_client, store, method, pat
 
     assert response.status_code == 422
     assert response.json()["param"] == "Idempotency-Key"
-    channel = WebhookChannel.objects.get(store=store)
-    assert (store_secret(channel.store), channel.enabled) == (secret, True)
+    destination = WebhookChannel.objects.get(store=store)
+    assert (store_secret(destination.store), destination.enabled) == (secret, True)
 
 
 @pytest.mark.parametrize("value", ["k", "k" * 255])
@@ -267,7 +267,7 @@ def test_keys_of_1_and_255_characters_are_accepted(auth_client, value):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_rotations_under_one_key_rotate_once(store, api_key):
-    # given a channel, and four clients retrying one rotation at the same moment
+    # given a destination, and four clients retrying one rotation at the same moment
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
     original = client.put(URL, BODY, format="json").json()["data"]["secret"]
@@ -282,12 +282,12 @@ def test_concurrent_rotations_under_one_key_rotate_once(store, api_key):
 
     # then the secret changed once; every 200 shows that one secret, the rest are in-flight 409s
     assert not [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-    channel = WebhookChannel.objects.get(store=store)
-    assert store_secret(channel.store, previous=True) == original
+    destination = WebhookChannel.objects.get(store=store)
+    assert store_secret(destination.store, previous=True) == original
     answered = [response for response in outcomes if response.status_code == 200]
     assert answered
     assert {response.json()["data"]["secret"] for response in answered} == {
-        store_secret(channel.store)
+        store_secret(destination.store)
     }
     assert all(response.status_code in (200, 409) for response in outcomes)
 
@@ -297,7 +297,7 @@ def test_records_stored_before_are_rewritten_by_their_migration(auth_client, use
     # digest bound to no credential)
     from django.apps import apps
 
-    migration = import_module("webhooks.migrations.0010_channel_write_records_withhold")
+    migration = import_module("webhooks.migrations.0010_destination_write_records_withhold")
     body = {**BODY, "url": CREDENTIAL_URL}
     created = auth_client.put(URL, body, **key("old-1")).json()["data"]
     replaced = auth_client.put(URL, {**body, "enabled": False}, **key("old-2")).json()["data"]
