@@ -64,7 +64,7 @@ def test_a_delivery_committed_as_the_drain_ends_is_sent_by_that_drain(store, rec
     marker_clear = attempts.destination_drain_marker_clear
     late = []
 
-    def commit_late_event_then_clear(destination_id):
+    def commit_late_event_then_clear(destination_id, leases):
         # Another request commits after the drain found nothing more, while its marker is
         # still set: that request queues nothing and relies on this drain.
         thread = threading.Thread(
@@ -72,7 +72,7 @@ def test_a_delivery_committed_as_the_drain_ends_is_sent_by_that_drain(store, rec
         )
         thread.start()
         thread.join()
-        marker_clear(destination_id)
+        marker_clear(destination_id, leases)
 
     monkeypatch.setattr(attempts, "destination_drain_marker_clear", commit_late_event_then_clear)
 

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.celery import app
-from webhooks.dispatch.leases import keeper, live_seconds
+from webhooks.dispatch.leases import LeaseKeeper, live_seconds
 from webhooks.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)
@@ -137,29 +137,33 @@ def destination_drain_continue(destination_id) -> None:
     _drain_enqueue(destination_id)
 
 
-def destination_drain_marker_hold(destination_id) -> None:
-    """The running drain's marker: a lease of this process, gone soon after it dies."""
+def destination_drain_marker_hold(destination_id, leases: LeaseKeeper) -> None:
+    """The running drain's marker: a lease renewed by `leases`, gone soon after it dies."""
     key = _drain_marker_key(destination_id)
     with contextlib.suppress(Exception):
         cache.set(key, 1, timeout=live_seconds())
-    keeper.hold_marker(key, taken_at=timezone.now())
+    leases.hold_marker(key, taken_at=timezone.now())
 
 
-def destination_drain_marker_let_go(destination_id, *, refused: bool = False) -> None:
+def destination_drain_marker_let_go(
+    destination_id, leases: LeaseKeeper, *, refused: bool = False
+) -> None:
     """A drain that ends without clearing its marker stops renewing it: it lasts a lease more,
     or as long as a successor queued meanwhile set it. A drain refused a send slot shortens it
     to a lease: the slots' holders queue the next drain when they let go, and if they died, the
     sweeper does once the marker is gone."""
     key = _drain_marker_key(destination_id)
-    keeper.drop_marker(key)
+    leases.drop_marker(key)
     if refused:
         with contextlib.suppress(Exception):
             cache.touch(key, live_seconds())
 
 
-def destination_drain_marker_clear(destination_id) -> None:
+def destination_drain_marker_clear(destination_id, leases: LeaseKeeper | None = None) -> None:
+    """Deletes the marker (and stops renewing it, if the drain of `leases` held it)."""
     key = _drain_marker_key(destination_id)
-    keeper.drop_marker(key)
+    if leases is not None:
+        leases.drop_marker(key)
     try:
         cache.delete(key)
     except Exception:

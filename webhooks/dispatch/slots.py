@@ -22,7 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core.database.connections import PreparedStatement
-from webhooks.dispatch.leases import keeper, live_seconds
+from webhooks.dispatch.leases import LeaseKeeper, live_seconds
 from webhooks.dispatch.queueing import destination_drain_continue
 from webhooks.models import WebhookSendSlot, due_sql
 
@@ -50,8 +50,9 @@ TAKE_SQL = (
 )
 
 
-def slots_take(destination_id) -> HeldSlots | None:
-    """Takes the slots a send to this destination needs; None when one of them is full."""
+def slots_take(destination_id, leases: LeaseKeeper | None = None) -> HeldSlots | None:
+    """Takes the slots a send to this destination needs, renewed by `leases` (none: nobody
+    renews them, as after a worker's death); None when one of them is full."""
     token = uuid.uuid4()
     taken_at = timezone.now()
     with connection.cursor() as cursor:
@@ -69,7 +70,8 @@ def slots_take(destination_id) -> HeldSlots | None:
         slot_ids, account_id, failing = cursor.fetchone()
     if slot_ids is None:
         return None
-    keeper.hold(token, taken_at=taken_at)
+    if leases is not None:
+        leases.hold(token, taken_at=taken_at)
     return HeldSlots(slot_ids=slot_ids, token=token, account_id=account_id, failing=failing)
 
 
@@ -136,8 +138,8 @@ WAKE_STATEMENT = PreparedStatement("storefront_send_slots_wake", WAKE_SQL)
 assert WebhookSendSlot.SCOPE_DESTINATION == 1
 
 
-def slots_release(held: HeldSlots) -> None:
-    keeper.drop(held.token)
+def slots_release(held: HeldSlots, leases: LeaseKeeper) -> None:
+    leases.drop(held.token)
     if not held.slot_ids:
         return
     try:
@@ -180,16 +182,16 @@ def _destinations_wake(destination_id, held: HeldSlots, *, more_due: bool = Fals
 
 
 @contextlib.contextmanager
-def slots_held(destination_id, *, more_due=lambda: False):
-    """Holds the slots of a send to this destination while the block runs; yields the
-    HeldSlots, or None (holding nothing) when one of its bounds is full. After the block, the
-    slots are released and who waits for them is woken (`more_due()`: whether the block left
-    deliveries it was due to send)."""
-    held = slots_take(destination_id)
+def slots_held(destination_id, leases: LeaseKeeper, *, more_due=lambda: False):
+    """Holds the slots of a send to this destination while the block runs, renewed by
+    `leases`; yields the HeldSlots, or None (holding nothing) when one of its bounds is full.
+    After the block, the slots are released and who waits for them is woken (`more_due()`:
+    whether the block left deliveries it was due to send)."""
+    held = slots_take(destination_id, leases)
     try:
         yield held
     finally:
         if held is not None:
-            slots_release(held)
+            slots_release(held, leases)
     if held is not None:
         _destinations_wake(destination_id, held, more_due=more_due())
