@@ -31,6 +31,8 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SEED_DEMO_ALLOWED = True
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
+# A broker failure in one test pauses no publish of the next (the test of the pause sets it).
+WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS = 0
 # Fixed, not from the environment: a BASE_URL exported for curl must not change test URLs.
 BASE_URL = "http://testserver"
 OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F405

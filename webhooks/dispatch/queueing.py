@@ -32,12 +32,12 @@ DELIVERIES_SWEEP_TASK = "webhooks.deliveries_sweep"
 # --- publishing ---------------------------------------------------------------------------
 
 
-# After a failed publish this process stops trying for a while: during a broker outage a
-# business request would otherwise wait out a connection timeout after its commit, and log a
-# line, each time. The deliveries stay due in PostgreSQL; the sweeper queues them once the
-# broker is back.
-BROKER_OUTAGE_PAUSE_SECONDS = 5.0
-_broker_unavailable_until = 0.0
+# After a failed publish this process stops trying for WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS:
+# during a broker outage a business request would otherwise wait out a connection timeout
+# after its commit, and log a line, each time. The deliveries stay due in PostgreSQL; the
+# sweeper queues them once the broker is back. With a pause of 0 (the test settings) nothing is
+# kept, and the failure's time is kept rather than the pause's end, so none kept before counts.
+_publish_failed_at = float("-inf")  # monotonic
 
 
 def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None = None) -> bool:
@@ -47,8 +47,9 @@ def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None 
     Fails fast (one connection try, no publish retries): this runs after the commit of a
     business request, which must not wait seconds for a broker that is down.
     """
-    global _broker_unavailable_until
-    if time.monotonic() < _broker_unavailable_until:
+    global _publish_failed_at
+    pause = settings.WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS
+    if time.monotonic() < _publish_failed_at + pause:
         return False
     try:
         with app.producer_or_acquire() as producer:
@@ -60,11 +61,12 @@ def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None 
     except Exception:
         # Unreachable, or a pooled connection that broke: either way the next tries would fail
         # the same way for a while.
-        _broker_unavailable_until = time.monotonic() + BROKER_OUTAGE_PAUSE_SECONDS
+        if pause:
+            _publish_failed_at = time.monotonic()
         logger.warning(
             "task broker unavailable: webhook tasks not queued for %.0f s; the sweeper will "
             "queue the deliveries",
-            BROKER_OUTAGE_PAUSE_SECONDS,
+            pause,
             exc_info=True,
         )
         return False
