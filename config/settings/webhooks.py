@@ -10,6 +10,12 @@ WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
 )
 WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
+# How long an answer that passed the address check serves its host's next attempts without a
+# lookup (webhooks/dispatch/transport.py). 0: every attempt looks its host up.
+WEBHOOKS_CHECKED_ANSWER_SECONDS = env.seconds("WEBHOOKS_CHECKED_ANSWER_SECONDS", 60)
+# The certificate authorities receivers' certificates are checked against, a PEM file; empty:
+# the bundled public ones (certifi).
+WEBHOOKS_CA_BUNDLE = env.str("WEBHOOKS_CA_BUNDLE", default="")
 # A channel's test send, which its request waits for (webhooks/outbound.py bounds how many).
 WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS", 5)
 # Outbound calls (test sends, DNS checks) a web process waits for at once: well below its
