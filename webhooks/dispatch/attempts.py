@@ -53,10 +53,10 @@ def delivery_claim(
 ) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | bool | None:
     """Leases a due pending delivery (this one, or the destination's oldest due) to this worker,
     renewed by `leases` (none: nobody renews it, as after the worker's death), and counts its
-    attempt; returns it with its attempt to make, None if none is due, it is
-    final, or another worker has it, and False when the claimed delivery's destination is
-    disabled or deleted, or its schedule's attempts are all spent (the last one lost with its
-    worker): it is settled without an attempt (a drain goes on after that)."""
+    attempt; returns it with its attempt to make, None if none is due, it is final, or another
+    worker has it, and False when the claimed delivery's destination is disabled or deleted, or
+    its schedule's attempts are all spent (the last one lost with its worker): it is settled
+    without an attempt (a drain goes on after that)."""
     now = timezone.now()
     token = uuid.uuid4()
     # Autocommitted statements, no transaction: the claim is one statement; what follows only
