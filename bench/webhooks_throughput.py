@@ -1,10 +1,11 @@
-"""Webhook delivery benchmark: deliveries/s with 1 and 2 worker processes, and end-to-end
-latency (event commit -> receiver) at a steady rate.
+"""Webhook delivery benchmark: deliveries/s with 1 and 2 worker processes, end-to-end
+latency (event commit -> receiver) at a steady rate, and how long a batch of events committed
+in one transaction takes to arrive.
 
 Run (starts throwaway PostgreSQL and Redis):
     bin/with-test-services .venv/bin/python bench/webhooks_throughput.py \
-        [--events 2000] [--stores 4] [--rate 50 --seconds 10] [--rounds 1] [--processes 1 2] \
-        [--compare DIR ...]
+        [--events 2000] [--stores 4] [--rate 50 --seconds 10] [--batches 3 --batch-size 100] \
+        [--rounds 1] [--processes 1 2] [--compare DIR ...]
 
 The receiver is a separate process answering 200 at once (HTTP/1.1 keep-alive); it logs the
 arrival time of each `webhook-id`. Workers are real `celery -A config worker` processes (the
@@ -12,6 +13,12 @@ prefork pool: a webhooks worker refuses any other). With `--compare DIR` (anothe
 e.g. the code before a change; its `.venv`, or this one's when it has none), each round
 measures that checkout's workers too, in turn with this one's, against the same database,
 broker and receiver; the medians and their ratio to this checkout are printed at the end.
+The events are always recorded (and their drains queued on commit) by this checkout's code.
+
+After the throughput rounds, each checkout in turn gets a worker with 2 processes for the
+latency run (`--seconds` of `--rate` events/s, one transaction each) and then `--batches`
+batches of `--batch-size` events recorded in one transaction to one store (commit -> the
+batch's last arrival), one batch at a time.
 """
 
 import argparse
@@ -65,6 +72,8 @@ def main():
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=50.0, help="events/s for the latency run")
     parser.add_argument("--seconds", type=float, default=10.0, help="0: no latency run")
+    parser.add_argument("--batches", type=int, default=3, help="per checkout; 0: none")
+    parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--stores", type=int, default=4, help="stores with a channel each")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
@@ -150,40 +159,96 @@ def main():
                 f"({median / reference:.2f} x this checkout)",
                 flush=True,
             )
-    if not args.seconds:
+    if not (args.seconds or args.batches):
         receiver.terminate()
         return
 
-    # latency at a steady rate, 2 worker processes already running
-    workers = start_workers(2, workdir, BASE_DIR)
-    time.sleep(5)  # boot
-    committed = {}
-    interval = 1.0 / args.rate
-    started = time.time()
-    n = 0
-    while time.time() - started < args.seconds:
-        order += 1
-        event_id, at = record_one(order)
-        committed[event_id] = at
-        n += 1
-        sleep_for = started + n * interval - time.time()
-        if sleep_for > 0:
-            time.sleep(sleep_for)
-    time.sleep(3)
-    stop_workers(workers)
+    def record_batch(first):
+        """`args.batch_size` events of one store in one transaction; returns their ids and
+        the time of the commit (taken by the first on-commit callback, before the events'
+        own queue their drain)."""
+        committed_at = []
+        with transaction.atomic():
+            transaction.on_commit(lambda: committed_at.append(time.time()))
+            ids = [
+                record(
+                    store=stores[0],
+                    type="order.completed",
+                    subject=("order", first + n),
+                    data={"total_cents": 100 + n, "currency": "EUR"},
+                ).id
+                for n in range(args.batch_size)
+            ]
+        return ids, committed_at[0]
+
+    latency = {label: [] for label in checkouts}
+    batch_seconds = {label: [] for label in checkouts}
+    for _round in range(args.rounds):
+        for label, checkout in checkouts.items():
+            # latency at a steady rate, 2 worker processes already running
+            workers = start_workers(2, workdir, checkout)
+            time.sleep(5)  # boot
+            committed = {}
+            interval = 1.0 / args.rate
+            started = time.time()
+            n = 0
+            while time.time() - started < args.seconds:
+                order += 1
+                event_id, at = record_one(order)
+                committed[event_id] = at
+                n += 1
+                sleep_for = started + n * interval - time.time()
+                if sleep_for > 0:
+                    time.sleep(sleep_for)
+            time.sleep(3)
+            seen = arrivals(log_path)
+            latencies = sorted((seen[i] - at) * 1000 for i, at in committed.items() if i in seen)
+            if latencies:
+                latency[label].extend(latencies)
+                p50 = statistics.median(latencies)
+                p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+                print(
+                    f"latency, {label}, at {args.rate:.0f} events/s for {args.seconds:.0f}s, "
+                    f"2 processes: {len(latencies)} deliveries, p50 {p50:.1f} ms, "
+                    f"p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms, "
+                    f"not arrived {len(committed) - len(latencies)}",
+                    flush=True,
+                )
+            # batches of events in one transaction, one at a time
+            for _batch in range(args.batches):
+                ids, committed_at = record_batch(order + 1)
+                order += args.batch_size
+                deadline = time.time() + 60
+                while time.time() < deadline and not set(ids) <= set(arrivals(log_path)):
+                    time.sleep(0.1)
+                seen = arrivals(log_path)
+                arrived = [seen[i] for i in ids if i in seen]
+                took = max(arrived) - committed_at
+                batch_seconds[label].append(took)
+                print(
+                    f"batch, {label}: {len(arrived)} of {len(ids)} events of one transaction "
+                    f"arrived {took:.3f} s after the commit",
+                    flush=True,
+                )
+                time.sleep(1)
+            stop_workers(workers)
     succeeded = WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_SUCCEEDED).count()
     print(f"deliveries succeeded in the database: {succeeded} of {order}", flush=True)
-    seen = arrivals(log_path)
-    latencies = sorted((seen[i] - at) * 1000 for i, at in committed.items() if i in seen)
-    missing = len(committed) - len(latencies)
-    p50 = statistics.median(latencies)
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    print(
-        f"latency at {args.rate:.0f} events/s for {args.seconds:.0f}s, 2 processes: "
-        f"{len(latencies)} deliveries, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-        f"max {latencies[-1]:.1f} ms, not arrived {missing}",
-        flush=True,
-    )
+    for label in checkouts:
+        if latency["this"] and latency[label]:
+            p50, reference = statistics.median(latency[label]), statistics.median(latency["this"])
+            print(
+                f"latency p50, {label}: {p50:.1f} ms ({p50 / reference:.2f} x this checkout)",
+                flush=True,
+            )
+        if batch_seconds["this"] and batch_seconds[label]:
+            took = statistics.median(batch_seconds[label])
+            reference = statistics.median(batch_seconds["this"])
+            print(
+                f"batch of {args.batch_size} median, {label}: {took:.3f} s "
+                f"({took / reference:.2f} x this checkout)",
+                flush=True,
+            )
     receiver.terminate()
 
 

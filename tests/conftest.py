@@ -23,7 +23,6 @@ from tests.oauth_cli.flow import connect
 from tests.ordering import longest_files_first
 from tests.servers import SentryIngest, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
-from webhooks.dispatch import queueing as webhook_queueing
 
 # The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
 # same examples on every run and machine, so a failure found once is found again.
@@ -91,10 +90,9 @@ def cache_keys():
 @pytest.fixture(autouse=True)
 def cache_cleared():
     """Rate-limit counters live in Redis; each test starts with fresh budgets, and without the
-    limiter's or the task publisher's pause left by a simulated outage in an earlier test.
+    limiter's pause left by a simulated outage in an earlier test.
     Returns the clearing, for the test of what it leaves."""
     ratelimit._cache_unavailable_until = 0.0
-    webhook_queueing._broker_unavailable_until = 0.0
     # The cache's own Redis database (config/settings/test.py): the broker's is another one.
     cache.clear()
     return cache.clear

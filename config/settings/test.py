@@ -31,6 +31,11 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SEED_DEMO_ALLOWED = True
 WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
+# Each test starts with no state a webhook send left in its process: every name is looked up as
+# the test's own resolver says, and a broker failure pauses nothing. The tests of the answer's
+# reuse and of the pause set these themselves.
+WEBHOOKS_CHECKED_ANSWER_SECONDS = 0
+WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS = 0
 # Fixed, not from the environment: a BASE_URL exported for curl must not change test URLs.
 BASE_URL = "http://testserver"
 OAUTH2_PROVIDER = {**OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": BASE_URL}  # noqa: F405

@@ -10,6 +10,12 @@ WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
 )
 WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
+# How long an answer that passed the address check serves its host's next attempts without a
+# lookup (webhooks/dispatch/transport.py). 0: every attempt looks its host up.
+WEBHOOKS_CHECKED_ANSWER_SECONDS = env.seconds("WEBHOOKS_CHECKED_ANSWER_SECONDS", 60)
+# The certificate authorities receivers' certificates are checked against, a PEM file; empty:
+# the bundled public ones (certifi).
+WEBHOOKS_CA_BUNDLE = env.str("WEBHOOKS_CA_BUNDLE", default="")
 # A channel's test send, which its request waits for (webhooks/dispatch/outbound.py bounds how
 # many).
 WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TEST_SEND_TIMEOUT_SECONDS", 5)
@@ -65,6 +71,10 @@ WEBHOOKS_SWEEP_INTERVAL_SECONDS = env.seconds("WEBHOOKS_SWEEP_INTERVAL_SECONDS",
 WEBHOOKS_REQUEUE_AFTER_SECONDS = env.seconds("WEBHOOKS_REQUEUE_AFTER_SECONDS", 60)
 WEBHOOKS_SWEEP_BATCH_SIZE = env.count("WEBHOOKS_SWEEP_BATCH_SIZE", default=500, minimum=1)
 WEBHOOKS_SWEEP_MAX_BATCHES = env.count("WEBHOOKS_SWEEP_MAX_BATCHES", default=20, minimum=1)
+# After a failed publish a process queues no sending task for this long, so that during a
+# broker outage business requests do not each wait out a connection timeout (the sweeper
+# queues what was left). 0: no pause.
+WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS = env.seconds("WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS", 5)
 # Retries due sooner than this are queued with a countdown; later ones are left to the
 # sweeper (long broker ETAs are redelivered by Redis' visibility timeout anyway).
 WEBHOOKS_COUNTDOWN_MAX_SECONDS = env.seconds("WEBHOOKS_COUNTDOWN_MAX_SECONDS", 60)

@@ -4,32 +4,6 @@ in tests/conftest.py)."""
 import pytest
 
 from tests.webhooks.dns import UnresponsiveNameServer
-from webhooks.dispatch import transport
-from webhooks.dispatch.leases import keeper
-
-
-@pytest.fixture(autouse=True)
-def leases_forgotten():
-    """A test that claims and never records (a worker that died) leaves no lease renewed into
-    the next test."""
-    yield
-    keeper.forget_all()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def leases_thread_idle(django_db_setup):
-    """The lease keeper's connection is closed before the test database is dropped."""
-    yield
-    assert keeper.forget_all(wait=10)
-
-
-@pytest.fixture(autouse=True)
-def checked_answers_forgotten():
-    """Each test's names resolve as its own FakeDns says, not as an earlier test's answer the
-    sender still remembers (webhooks/dispatch/transport.py CHECKED_ANSWER_SECONDS)."""
-    transport.session_reset()
-    yield
-    transport.session_reset()
 
 
 @pytest.fixture

@@ -20,13 +20,18 @@ TLS_HOST = "hooks.example.test"
 
 
 @pytest.fixture
-def ca(tmp_path):
+def ca(tmp_path, settings):
     authority = CertificateAuthority(tmp_path)
-    # The sender trusts the test CA the way requests lets a session choose its trust store.
-    transport.session_reset()
-    transport.session_get().verify = str(authority.bundle)
-    yield authority
-    transport.session_reset()
+    settings.WEBHOOKS_CA_BUNDLE = str(authority.bundle)  # the sender trusts the test CA
+    return authority
+
+
+@pytest.fixture
+def answers_kept(settings):
+    """Checked answers serve a minute (the suite's settings keep none), starting with none
+    for TLS_HOST: an earlier test of this file may have kept one."""
+    settings.WEBHOOKS_CHECKED_ANSWER_SECONDS = 60
+    transport.answer_forget(f"https://{TLS_HOST}/")
 
 
 @pytest.fixture
@@ -80,8 +85,8 @@ def test_a_certificate_for_another_name_is_a_tls_error(ca, dns):
     assert impostor.received() == []
 
 
-def test_an_untrusted_certificate_is_a_tls_error(https_receiver, dns):
-    transport.session_get().verify = True  # the default trust store: not the test CA
+def test_an_untrusted_certificate_is_a_tls_error(https_receiver, dns, settings):
+    settings.WEBHOOKS_CA_BUNDLE = ""  # the default trust store: not the test CA
 
     result = send(f"https://{TLS_HOST}:{https_receiver.port}/hooks")
 
@@ -89,7 +94,7 @@ def test_an_untrusted_certificate_is_a_tls_error(https_receiver, dns):
     assert https_receiver.received() == []
 
 
-def test_attempts_reuse_the_checked_answer_and_its_connection(https_receiver, dns):
+def test_attempts_reuse_the_checked_answer_and_its_connection(https_receiver, dns, answers_kept):
     url = f"https://{TLS_HOST}:{https_receiver.port}/hooks"
 
     first, second = send(url, "msg_1"), send(url, "msg_2")
@@ -101,8 +106,8 @@ def test_attempts_reuse_the_checked_answer_and_its_connection(https_receiver, dn
     assert https_receiver.server_names == [TLS_HOST]
 
 
-def test_a_rebinding_reaches_checked_addresses_only(https_receiver, dns, monkeypatch):
-    monkeypatch.setattr(transport, "CHECKED_ANSWER_SECONDS", 0.5)
+def test_a_rebinding_reaches_checked_addresses_only(https_receiver, dns, answers_kept, settings):
+    settings.WEBHOOKS_CHECKED_ANSWER_SECONDS = 0.5
     url = f"https://{TLS_HOST}:{https_receiver.port}/hooks"
     assert send(url, "msg_1").succeeded
 
@@ -121,7 +126,7 @@ def test_a_rebinding_reaches_checked_addresses_only(https_receiver, dns, monkeyp
     assert len(https_receiver.received()) == 2
 
 
-def test_an_attempt_without_an_answer_forgets_the_checked_answer(ca, dns):
+def test_an_attempt_without_an_answer_forgets_the_checked_answer(ca, dns, answers_kept):
     receiver = Receiver(ssl_context=ca.server_context(TLS_HOST))
     receiver.respond = lambda request: Reply(headers={"Connection": "close"})
     url = f"https://{TLS_HOST}:{receiver.port}/hooks"

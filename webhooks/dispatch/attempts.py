@@ -25,7 +25,7 @@ from webhooks.dispatch.failures import (
     retry_cancel_if_channel_off,
     retry_delay,
 )
-from webhooks.dispatch.leases import keeper
+from webhooks.dispatch.leases import LeaseKeeper
 from webhooks.dispatch.queueing import (
     channel_drain_marker_clear,
     channel_drain_marker_hold,
@@ -49,13 +49,14 @@ NO_SIGNING_SECRET_ERROR = (
 
 
 def delivery_claim(
-    *, delivery_id=None, channel_id=None
+    *, delivery_id=None, channel_id=None, leases: LeaseKeeper | None = None
 ) -> tuple[WebhookDelivery, WebhookDeliveryAttempt] | bool | None:
-    """Leases a due pending delivery (this one, or the channel's oldest due) to this worker
-    and counts its attempt; returns it with its attempt to make, None if none is due, it is
-    final, or another worker has it, and False when the claimed delivery's channel is
-    disabled or deleted, or its schedule's attempts are all spent (the last one lost with its
-    worker): it is settled without an attempt (a drain goes on after that)."""
+    """Leases a due pending delivery (this one, or the channel's oldest due) to this worker,
+    renewed by `leases` (none: nobody renews it, as after the worker's death), and counts its
+    attempt; returns it with its attempt to make, None if none is due, it is final, or another
+    worker has it, and False when the claimed delivery's channel is disabled or deleted, or
+    its schedule's attempts are all spent (the last one lost with its worker): it is settled
+    without an attempt (a drain goes on after that)."""
     now = timezone.now()
     token = uuid.uuid4()
     # Autocommitted statements, no transaction: the claim is one statement; what follows only
@@ -70,7 +71,8 @@ def delivery_claim(
         metrics.webhook_delivery_settled("failed")
         logger.warning("webhook delivery %s: failed, its last attempt abandoned", delivery.pk)
         return False
-    keeper.hold(token, taken_at=now)
+    if leases is not None:
+        leases.hold(token, taken_at=now)
     if delivery.attempts > 1:
         _abandoned_attempts_record(delivery=delivery, now=now, through=delivery.attempts - 1)
     channel = delivery.channel
@@ -85,7 +87,8 @@ def delivery_claim(
             next_attempt_at=None,
             enqueued_at=None,
         )
-        keeper.drop(token)
+        if leases is not None:
+            leases.drop(token)
         metrics.webhook_delivery_settled("failed" if tried else "disabled")
         return False
     origin = url_origin(channel.url)
@@ -130,7 +133,9 @@ def _abandoned_attempts_record(*, delivery: WebhookDelivery, now, through: int) 
 # --- 2. send --------------------------------------------------------------------------------
 
 
-def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) -> str:
+def _attempt_make(
+    delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt, leases: LeaseKeeper
+) -> str:
     """Sends the claimed delivery once and records the outcome; returns its new status.
 
     Whatever goes wrong on the way (a bug, an answer nobody foresaw) ends as a recorded failed
@@ -159,7 +164,7 @@ def _attempt_make(delivery: WebhookDelivery, attempt: WebhookDeliveryAttempt) ->
         )
         return delivery_attempt_finish(delivery=delivery, attempt=attempt, result=failed)
     finally:
-        keeper.drop(delivery.lease_token)  # recorded, or left to run out as a dead worker's
+        leases.drop(delivery.lease_token)  # recorded, or left to run out as a dead worker's
 
 
 def _attempt_send(delivery: WebhookDelivery) -> SendResult:
@@ -252,17 +257,23 @@ def delivery_attempt_finish(
 def delivery_send(*, delivery_id) -> str | None:
     """One attempt of a delivery, if it is due and free and its channel has a free send
     slot; returns its new status or None (a delivery left waiting is sent by a drain)."""
+    with LeaseKeeper() as leases:
+        return _delivery_send(delivery_id, leases)
+
+
+def _delivery_send(delivery_id, leases: LeaseKeeper) -> str | None:
     channel_id = (
         WebhookDelivery.objects.filter(pk=delivery_id).values_list("channel_id", flat=True).first()
     )
     if channel_id is None:
         # Unknown, or its channel was deleted: the claim settles it without sending.
-        return _attempt_make(*claim) if (claim := delivery_claim(delivery_id=delivery_id)) else None
-    with slots_held(channel_id) as held:
+        claim = delivery_claim(delivery_id=delivery_id, leases=leases)
+        return _attempt_make(*claim, leases) if claim else None
+    with slots_held(channel_id, leases) as held:
         if held is None:
             return None
-        claim = delivery_claim(delivery_id=delivery_id)
-        return _attempt_make(*claim) if claim else None
+        claim = delivery_claim(delivery_id=delivery_id, leases=leases)
+        return _attempt_make(*claim, leases) if claim else None
 
 
 def channel_drain(*, channel_id) -> int:
@@ -279,32 +290,37 @@ def channel_drain(*, channel_id) -> int:
     holder queues the next drain (slots._channels_wake). While it runs, its marker is a
     lease of this worker (leases.py): a killed drain's is gone within seconds.
     """
+    with LeaseKeeper() as leases:
+        return _channel_drain(channel_id, leases)
+
+
+def _channel_drain(channel_id, leases: LeaseKeeper) -> int:
     started = time.monotonic()
     claimed = 0
     out_of_time = False
     marker_held = True
-    with slots_held(channel_id, more_due=lambda: out_of_time) as held:
+    with slots_held(channel_id, leases, more_due=lambda: out_of_time) as held:
         if held is None:
             # The slots' holders wake this channel when they let go; if they die, the
             # sweeper does, once this marker has run out.
-            channel_drain_marker_let_go(channel_id, refused=True)
+            channel_drain_marker_let_go(channel_id, leases, refused=True)
             return 0
-        channel_drain_marker_hold(channel_id)
+        channel_drain_marker_hold(channel_id, leases)
         try:
             while True:
                 if claimed and time.monotonic() - started >= settings.WEBHOOKS_DRAIN_SECONDS:
                     out_of_time = True
                     return claimed
-                claim = delivery_claim(channel_id=channel_id)
+                claim = delivery_claim(channel_id=channel_id, leases=leases)
                 if claim is None:
                     if not marker_held:
                         return claimed
-                    channel_drain_marker_clear(channel_id)
+                    channel_drain_marker_clear(channel_id, leases)
                     marker_held = False
                     continue
                 claimed += 1
                 if claim:
-                    _attempt_make(*claim)
+                    _attempt_make(*claim, leases)
         finally:
             # Before the slots' release queues a successor, which sets the marker anew.
-            channel_drain_marker_let_go(channel_id)
+            channel_drain_marker_let_go(channel_id, leases)

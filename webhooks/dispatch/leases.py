@@ -1,17 +1,19 @@
 """Leases kept alive while their holder lives (docs/decisions/hardening.md, Hardening IV 12).
 
-A send holds leases: its send slots (webhooks/dispatch/slots.py), its claimed delivery, and a
-running drain its channel's drain marker (webhooks/dispatch/queueing.py). They are taken short, for
-`live_seconds()` (3 heartbeats), and this process renews them every WEBHOOKS_HEARTBEAT_SECONDS from
-a thread of its own while it holds them. A worker killed with kill -9 renews nothing more: its
-leases run out within seconds, and another worker takes over. A live holder is never overtaken: a
-renewal only extends a lease that has not run out, and no lease is renewed past
-`WEBHOOKS_LEASE_SECONDS` after it was taken, the bound the system check webhooks.E001 keeps beyond
-the sending tasks' hard time limit, at which the pool kills the process and with it this thread."""
+A send holds leases: its send slots (webhooks/slots.py), its claimed delivery, and a running
+drain its channel's drain marker (webhooks/queueing.py). They are taken short, for
+`live_seconds()` (3 heartbeats), and the sending call renews them every
+WEBHOOKS_HEARTBEAT_SECONDS from a thread of its own while it holds them (a LeaseKeeper, one per
+call, passed down to what takes them). A worker killed with kill -9 renews nothing more: its
+leases run out within seconds, and another worker takes over.
+A live holder is never overtaken: a renewal only extends a lease that has not run out, and no
+lease is renewed past `WEBHOOKS_LEASE_SECONDS` after it was taken, the bound the system check
+webhooks.E001 keeps beyond the sending tasks' hard time limit, at which the pool kills the
+process and with it this thread.
+"""
 
 import contextlib
 import logging
-import os
 import threading
 import uuid
 from datetime import datetime, timedelta
@@ -30,7 +32,7 @@ def live_seconds() -> float:
     return min(3 * settings.WEBHOOKS_HEARTBEAT_SECONDS, settings.WEBHOOKS_LEASE_SECONDS)
 
 
-# One round trip renews every slot and delivery lease of this process. Slot leases are in the
+# One round trip renews every slot and delivery lease of a call. Slot leases are in the
 # database's clock (as their take), delivery leases in the workers' (as their claim).
 RENEW_SQL = """
 WITH held AS (
@@ -47,17 +49,32 @@ FROM held WHERE delivery.lease_token = held.token AND delivery.lease_until >= %(
 
 
 class LeaseKeeper:
-    """The leases this process holds, renewed by one thread while there are any."""
+    """Renews the leases one sending call takes, from a thread that lives no longer than the
+    call: `with LeaseKeeper() as leases: ...` (attempts.delivery_send, .channel_drain).
+
+    The thread starts with the first `hold` (a drain refused its slots starts none), and on
+    leaving the block it stops and closes its own database connection: nothing outlives the
+    call. What is still held then is renewed no more and runs out, as a dead worker's does.
+    """
 
     def __init__(self):
         self._lock = threading.Lock()
         self._tokens: dict[uuid.UUID, datetime] = {}  # lease token -> renewed at most until
         self._markers: dict[str, datetime] = {}  # cache key -> renewed at most until
-        self._wake = threading.Event()  # something is held again: the thread starts renewing
-        self._heartbeat = threading.Event()  # set early by forget_all
-        self._idle = threading.Event()  # nothing held, and the thread's connection closed
-        self._idle.set()
-        self._pid = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "LeaseKeeper":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        with self._lock:
+            self._tokens.clear()
+            self._markers.clear()
+            self._stop.set()
+            thread = self._thread
+        if thread is not None:
+            thread.join()  # at most one renewal round trip away
 
     def hold(self, token: uuid.UUID, *, taken_at: datetime) -> None:
         """Renews the slot or delivery leases taken with `token` until `drop(token)`."""
@@ -75,56 +92,32 @@ class LeaseKeeper:
         with self._lock:
             self._markers.pop(key, None)
 
-    def forget_all(self, *, wait: float = 0) -> bool:
-        """Stops renewing anything, as a dead holder does (the test suite's clean slate, and
-        before its database goes away); waits up to `wait` s for the thread's connection to
-        close, and says whether it did."""
-        with self._lock:
-            self._tokens.clear()
-            self._markers.clear()
-        self._heartbeat.set()
-        return self._idle.wait(wait)
-
     def _add(self, held: dict, key, taken_at: datetime) -> None:
         cap = taken_at + timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)
         with self._lock:
+            if self._stop.is_set():
+                return  # the call is over: nobody renews
             held[key] = cap
-            # A thread per process: a forked pool child does not inherit its parent's.
-            if self._pid != os.getpid():
-                self._pid = os.getpid()
-                self._idle.set()
-                threading.Thread(target=self._run, name="webhooks-leases", daemon=True).start()
-            if self._idle.is_set():
-                self._idle.clear()
-                self._wake.set()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="webhooks-leases", daemon=True
+                )
+                self._thread.start()
 
     def _run(self) -> None:
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            while True:
+        try:
+            # A lease is fresh when taken: the first renewal is a heartbeat later.
+            while not self._stop.wait(settings.WEBHOOKS_HEARTBEAT_SECONDS):
                 try:
-                    # A lease is fresh when taken: the first renewal is a heartbeat later.
-                    self._heartbeat.wait(settings.WEBHOOKS_HEARTBEAT_SECONDS)
-                    self._heartbeat.clear()
-                    renewed = self._renew()
+                    self._renew()
                 except Exception:
                     # Never the end of this thread, or every lease it holds would lapse: what
                     # was not renewed now is on the next beat (leases last three).
                     logger.warning("webhooks: leases not renewed", exc_info=True)
-                    self._heartbeat.wait(1)
-                    renewed = True
-                if renewed:
-                    continue
-                # Nothing held: this thread's database connection is not kept open meanwhile.
-                connection.close()
-                with self._lock:
-                    if not (self._tokens or self._markers):
-                        self._idle.set()
-                        break
+        finally:
+            connection.close()  # this thread's own, before the call returns
 
-    def _renew(self) -> bool:
-        """Renews what is held; False when nothing is."""
+    def _renew(self) -> None:
         now = timezone.now()
         with self._lock:
             for held in (self._tokens, self._markers):
@@ -132,8 +125,6 @@ class LeaseKeeper:
                     del held[key]  # past its bound: it cannot be renewed any more
             tokens = dict(self._tokens)
             markers = dict(self._markers)
-        if not (tokens or markers):
-            return False
         live = timedelta(seconds=live_seconds())
         try:
             if tokens:
@@ -156,7 +147,3 @@ class LeaseKeeper:
             # leases are three heartbeats long.
             logger.warning("webhooks: leases not renewed", exc_info=True)
             connection.close()
-        return True
-
-
-keeper = LeaseKeeper()

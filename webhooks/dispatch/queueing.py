@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.celery import app
-from webhooks.dispatch.leases import keeper, live_seconds
+from webhooks.dispatch.leases import LeaseKeeper, live_seconds
 from webhooks.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)
@@ -32,12 +32,12 @@ DELIVERIES_SWEEP_TASK = "webhooks.deliveries_sweep"
 # --- publishing ---------------------------------------------------------------------------
 
 
-# After a failed publish this process stops trying for a while: during a broker outage a
-# business request would otherwise wait out a connection timeout after its commit, and log a
-# line, each time. The deliveries stay due in PostgreSQL; the sweeper queues them once the
-# broker is back.
-BROKER_OUTAGE_PAUSE_SECONDS = 5.0
-_broker_unavailable_until = 0.0
+# After a failed publish this process stops trying for WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS:
+# during a broker outage a business request would otherwise wait out a connection timeout
+# after its commit, and log a line, each time. The deliveries stay due in PostgreSQL; the
+# sweeper queues them once the broker is back. With a pause of 0 (the test settings) nothing is
+# kept, and the failure's time is kept rather than the pause's end, so none kept before counts.
+_publish_failed_at = float("-inf")  # monotonic
 
 
 def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None = None) -> bool:
@@ -47,8 +47,9 @@ def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None 
     Fails fast (one connection try, no publish retries): this runs after the commit of a
     business request, which must not wait seconds for a broker that is down.
     """
-    global _broker_unavailable_until
-    if time.monotonic() < _broker_unavailable_until:
+    global _publish_failed_at
+    pause = settings.WEBHOOKS_BROKER_OUTAGE_PAUSE_SECONDS
+    if time.monotonic() < _publish_failed_at + pause:
         return False
     try:
         with app.producer_or_acquire() as producer:
@@ -60,11 +61,12 @@ def _tasks_publish(task_name, args_list: list[list], *, countdown: float | None 
     except Exception:
         # Unreachable, or a pooled connection that broke: either way the next tries would fail
         # the same way for a while.
-        _broker_unavailable_until = time.monotonic() + BROKER_OUTAGE_PAUSE_SECONDS
+        if pause:
+            _publish_failed_at = time.monotonic()
         logger.warning(
             "task broker unavailable: webhook tasks not queued for %.0f s; the sweeper will "
             "queue the deliveries",
-            BROKER_OUTAGE_PAUSE_SECONDS,
+            pause,
             exc_info=True,
         )
         return False
@@ -78,12 +80,13 @@ def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) ->
     return _tasks_publish(DELIVERY_SEND_TASK, args_list, countdown=countdown)
 
 
-# --- one drain per channel -------------------------------------------------------------- New
-# deliveries are sent by a drain of their channel (attempts.channel_drain), which claims and sends
-# due deliveries one after another. A marker in the cache says "a drain of this channel is queued or
-# running"; while it is set, new deliveries queue nothing. Queued, it lasts WEBHOOKS_LEASE_SECONDS;
-# running, the drain holds it as a lease (webhooks/dispatch/leases.py), so a killed worker's marker
-# is gone within seconds, and the sweeper then queues a drain of what it left (deliveries_sweep).
+# --- one drain per channel --------------------------------------------------------------
+# New deliveries are sent by a drain of their channel (attempts.channel_drain), which
+# claims and sends due deliveries one after another. A marker in the cache says "a drain of this
+# channel is queued or running"; while it is set, new deliveries queue nothing. Queued, it
+# lasts WEBHOOKS_LEASE_SECONDS; running, the drain holds it as a lease (webhooks/leases.py),
+# so a killed worker's marker is gone within seconds, and the sweeper then queues a drain of
+# what it left (deliveries_sweep).
 
 
 def _drain_marker_key(channel_id) -> str:
@@ -136,29 +139,31 @@ def channel_drain_continue(channel_id) -> None:
     _drain_enqueue(channel_id)
 
 
-def channel_drain_marker_hold(channel_id) -> None:
-    """The running drain's marker: a lease of this process, gone soon after it dies."""
+def channel_drain_marker_hold(channel_id, leases: LeaseKeeper) -> None:
+    """The running drain's marker: a lease renewed by `leases`, gone soon after it dies."""
     key = _drain_marker_key(channel_id)
     with contextlib.suppress(Exception):
         cache.set(key, 1, timeout=live_seconds())
-    keeper.hold_marker(key, taken_at=timezone.now())
+    leases.hold_marker(key, taken_at=timezone.now())
 
 
-def channel_drain_marker_let_go(channel_id, *, refused: bool = False) -> None:
+def channel_drain_marker_let_go(channel_id, leases: LeaseKeeper, *, refused: bool = False) -> None:
     """A drain that ends without clearing its marker stops renewing it: it lasts a lease more,
     or as long as a successor queued meanwhile set it. A drain refused a send slot shortens it
     to a lease: the slots' holders queue the next drain when they let go, and if they died, the
     sweeper does once the marker is gone."""
     key = _drain_marker_key(channel_id)
-    keeper.drop_marker(key)
+    leases.drop_marker(key)
     if refused:
         with contextlib.suppress(Exception):
             cache.touch(key, live_seconds())
 
 
-def channel_drain_marker_clear(channel_id) -> None:
+def channel_drain_marker_clear(channel_id, leases: LeaseKeeper | None = None) -> None:
+    """Deletes the marker (and stops renewing it, if the drain of `leases` held it)."""
     key = _drain_marker_key(channel_id)
-    keeper.drop_marker(key)
+    if leases is not None:
+        leases.drop_marker(key)
     try:
         cache.delete(key)
     except Exception:
@@ -195,7 +200,7 @@ def deliveries_sweep(*, now=None) -> int:
     No drain will send them when their last message is older than
     WEBHOOKS_REQUEUE_AFTER_SECONDS (lost, or its queue is that far behind), or when their
     channel has no drain marker (none queued, none running: a killed worker's is gone
-    within seconds, webhooks/dispatch/leases.py). One drain per channel, not one message per
+    within seconds, webhooks/leases.py). One drain per channel, not one message per
     delivery: a channel's backlog costs one message, and its drains are bounded by
     WEBHOOKS_CHANNEL_CONCURRENCY, so a failing store's backlog neither floods the queue nor
     crowds out other stores' catch-up. The queued drains' markers are set, so a queue that is

@@ -153,6 +153,7 @@ def _post(
             timeout=seconds,
             allow_redirects=False,
             stream=True,
+            verify=settings.WEBHOOKS_CA_BUNDLE or True,
         )
     except AddressRefused as refusal:  # names the host and the kind of range, no address
         return SendResult(None, None, str(refusal), elapsed_ms())

@@ -1,14 +1,15 @@
 """Send slots: how many sends are in flight at once (docs/decisions/webhooks.md "Fairness between
 stores"). A send holds, all at once or not at all, one free slot of its channel
 (WEBHOOKS_CHANNEL_CONCURRENCY), one of the account that created its store
-(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its channel is failing (`failing_since` set), one of the
-failing channels' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
-(models.WebhookSendSlot), kept alive while its holder lives (webhooks/dispatch/leases.py): a worker
-that dies gives its slots back within seconds, and slots work through any connection pooler, which
+(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its channel is failing (`failing_since` set), one
+of the failing channels' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
+(models.WebhookSendSlot), kept alive while its holder lives (webhooks/leases.py): a worker that
+dies gives its slots back within seconds, and slots work through any connection pooler, which
 session advisory locks did not.
 
-`slots_held` is what a send uses (webhooks/dispatch/attempts.py): take, run the send, release, and
-wake who waits for the slots."""
+`slots_held` is what a send uses (webhooks/attempts.py): take, run the send, release, and wake
+who waits for the slots.
+"""
 
 import contextlib
 import logging
@@ -21,7 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core.database.connections import PreparedStatement
-from webhooks.dispatch.leases import keeper, live_seconds
+from webhooks.dispatch.leases import LeaseKeeper, live_seconds
 from webhooks.dispatch.queueing import channel_drain_continue
 from webhooks.models import WebhookSendSlot, due_sql
 
@@ -49,8 +50,9 @@ TAKE_SQL = (
 )
 
 
-def slots_take(channel_id) -> HeldSlots | None:
-    """Takes the slots a send to this channel needs; None when one of them is full."""
+def slots_take(channel_id, leases: LeaseKeeper | None = None) -> HeldSlots | None:
+    """Takes the slots a send to this channel needs, renewed by `leases` (none: nobody
+    renews them, as after a worker's death); None when one of them is full."""
     token = uuid.uuid4()
     taken_at = timezone.now()
     with connection.cursor() as cursor:
@@ -68,7 +70,8 @@ def slots_take(channel_id) -> HeldSlots | None:
         slot_ids, account_id, failing = cursor.fetchone()
     if slot_ids is None:
         return None
-    keeper.hold(token, taken_at=taken_at)
+    if leases is not None:
+        leases.hold(token, taken_at=taken_at)
     return HeldSlots(slot_ids=slot_ids, token=token, account_id=account_id, failing=failing)
 
 
@@ -135,8 +138,8 @@ WAKE_STATEMENT = PreparedStatement("storefront_send_slots_wake", WAKE_SQL)
 assert WebhookSendSlot.SCOPE_CHANNEL == 1
 
 
-def slots_release(held: HeldSlots) -> None:
-    keeper.drop(held.token)
+def slots_release(held: HeldSlots, leases: LeaseKeeper) -> None:
+    leases.drop(held.token)
     if not held.slot_ids:
         return
     try:
@@ -179,16 +182,16 @@ def _channels_wake(channel_id, held: HeldSlots, *, more_due: bool = False) -> No
 
 
 @contextlib.contextmanager
-def slots_held(channel_id, *, more_due=lambda: False):
-    """Holds the slots of a send to this channel while the block runs; yields the
-    HeldSlots, or None (holding nothing) when one of its bounds is full. After the block, the
-    slots are released and who waits for them is woken (`more_due()`: whether the block left
-    deliveries it was due to send)."""
-    held = slots_take(channel_id)
+def slots_held(channel_id, leases: LeaseKeeper, *, more_due=lambda: False):
+    """Holds the slots of a send to this channel while the block runs, renewed by
+    `leases`; yields the HeldSlots, or None (holding nothing) when one of its bounds is full.
+    After the block, the slots are released and who waits for them is woken (`more_due()`:
+    whether the block left deliveries it was due to send)."""
+    held = slots_take(channel_id, leases)
     try:
         yield held
     finally:
         if held is not None:
-            slots_release(held)
+            slots_release(held, leases)
     if held is not None:
         _channels_wake(channel_id, held, more_due=more_due())

@@ -1,7 +1,7 @@
 """The SSRF-safe HTTP session of webhook attempts (docs/decisions/webhooks.md "SSRF").
 
 Each request resolves its host once, within the attempt's budget (or reuses the answer that
-passed the check at most CHECKED_ANSWER_SECONDS ago), refuses every address
+passed the check at most WEBHOOKS_CHECKED_ANSWER_SECONDS ago), refuses every address
 `addresses.address_check` refuses, and is sent through urllib3's pool for the first allowed
 address: the connection goes to that IP literal, so no second lookup can answer differently
 (DNS rebinding). TLS still names the original host: `server_hostname` (SNI) and
@@ -41,21 +41,21 @@ class AddressRefused(requests.ConnectionError):
     turns a ValueError raised while it picks the pool into InvalidURL.)"""
 
 
-# A checked answer serves its host's next attempts for CHECKED_ANSWER_SECONDS: its address
-# passed the check, so using it again reaches nothing internal (rebinding needs an address that
-# was not checked), and those attempts need no lookup (in production a round trip to the name
-# server) and find their kept-alive connection in that address's pool. An attempt that gets no
-# answer forgets its host's (the receiver may have moved). Before issue 30 a kept-alive
-# connection served attempts without a lookup for as long as it lived.
-CHECKED_ANSWER_SECONDS = 60.0
-_answers: dict[str, tuple[str, float]] = {}  # host -> (checked address, monotonic expiry)
+# A checked answer serves its host's next attempts for WEBHOOKS_CHECKED_ANSWER_SECONDS: its
+# address passed the check, so using it again reaches nothing internal (rebinding needs an
+# address that was not checked), and those attempts need no lookup (in production a round trip
+# to the name server) and find their kept-alive connection in that address's pool. An attempt
+# that gets no answer forgets its host's (the receiver may have moved). With the setting at 0
+# (the test settings) no answer is kept, and the time of the check is kept rather than an
+# expiry, so none kept before is used either.
+_answers: dict[str, tuple[str, float]] = {}  # host -> (checked address, monotonic check time)
 
 
 def checked_address(host: str) -> str:
     """The first address of `host` that webhooks may reach, resolved within what is left of
     the attempt's budget. Raises socket.gaierror (no answer in time) or AddressRefused."""
-    address, expires_at = _answers.get(host, ("", 0.0))
-    if expires_at > time.monotonic():
+    address, checked_at = _answers.get(host, ("", float("-inf")))
+    if time.monotonic() < checked_at + settings.WEBHOOKS_CHECKED_ANSWER_SECONDS:
         try:
             address_check(address)  # again: the rules may have changed (the dev flag)
             return address
@@ -72,8 +72,8 @@ def checked_address(host: str) -> str:
             logger.info("webhook connection to host %s refused: %s is %s", host, address, error)
             refusal = error
             continue
-        if not ip_literal(host):
-            _answers[host] = (address, time.monotonic() + CHECKED_ANSWER_SECONDS)
+        if settings.WEBHOOKS_CHECKED_ANSWER_SECONDS and not ip_literal(host):
+            _answers[host] = (address, time.monotonic())
         return address
     raise AddressRefused(f"Refused destination: host {host} resolves to {refusal}")
 
