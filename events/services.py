@@ -5,14 +5,20 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.dispatch import Signal
 from django.utils import timezone
 
 from core.operations import metrics
-from events import partitions, subscribers
+from events import partitions
 from events.models import Event, EventPruneMark
 from events.registry import event_type_get
 
 logger = logging.getLogger(__name__)
+
+# Sent by `record` with `event=`, inside the transaction of the change. The journal sits below
+# the apps that consume it: an app above (webhooks) connects in its `AppConfig.ready`, so
+# `events` imports none of them (docs/design.md "A layered house").
+event_recorded = Signal()
 
 
 def record(*, store, type: str, subject, data: dict | None = None) -> Event:
@@ -42,9 +48,9 @@ def record(*, store, type: str, subject, data: dict | None = None) -> Event:
         subject_id=str(subject_id),
         data=data,
     )
-    # Same transaction: what a subscriber writes (a pending webhook delivery) exists iff the
-    # event does.
-    subscribers.notify(event)
+    # Same transaction: what a receiver writes (a pending webhook delivery) exists iff the
+    # event does; a receiver's error is the change's error (send, not send_robust).
+    event_recorded.send(sender=Event, event=event)
     metrics.event_recorded(event_type.type)
     return event
 

@@ -8,7 +8,9 @@ class WebhooksConfig(AppConfig):
         from core.database.list_totals import registered
         from core.operations import health
         from core.operations.metrics.views import SCRAPE_COLLECTORS
-        from events import partitions, subscribers
+        from events import partitions
+        from events.models import Event
+        from events.services import event_recorded
         from webhooks import checks  # noqa: F401  (registers the system checks)
         from webhooks.deliveries.services import deliveries_create_for_event
         from webhooks.dispatch.backlog import BacklogCollector, backlog_check
@@ -16,7 +18,9 @@ class WebhooksConfig(AppConfig):
 
         # Every recorded event of a store with a channel gets its delivery, in the event's
         # transaction (events knows nothing of webhooks).
-        subscribers.subscribe(deliveries_create_for_event)
+        event_recorded.connect(
+            deliveries_create_for_event, sender=Event, dispatch_uid="webhooks.deliveries"
+        )
         # The backlog on /metrics and /status, the delivery list's totals for recount_lists
         # (config knows nothing of webhooks).
         SCRAPE_COLLECTORS.append(BacklogCollector())

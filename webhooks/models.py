@@ -30,8 +30,8 @@ def url_origin(url: str) -> str:
 class WebhookChannel(models.Model):
     """One of a store's webhook channels (docs/design.md "Webhooks"): a URL and the event types
     it is sent. A store has several; they share the store's signing secret
-    (WebhookSigningSecret). The claim and wake-up statements (webhooks/dispatch/statements.py,
-    webhooks/dispatch/slots.py) name its table in SQL."""
+    (WebhookSigningSecret). The claim and wake-up statements (webhooks/dispatch/leases.py,
+    webhooks/dispatch/leases.py) name its table in SQL."""
 
     DISABLED_BY_USER = "user"
     DISABLED_GONE = "gone"
@@ -106,8 +106,8 @@ class WebhookSigningSecret(models.Model):
 # "Due delivery", written once: pending, its attempt due at `now`, and no live lease holds it. What
 # a claim may take, what wakes a drain, what the sweeper re-queues and the backlog counts. SQL text,
 # so the claim and the wake-up statements (webhooks/dispatch/attempts.py,
-# webhooks/dispatch/slots.py) use it as it is; `pending` is a constant in it, so their generic plans
-# can use the partial indexes on pending deliveries.
+# webhooks/dispatch/leases.py) use it as it is; `pending` is a constant in it, so their generic
+# plans can use the partial indexes on pending deliveries.
 DUE_SQL = (
     "{delivery}.status = 'pending' AND {delivery}.next_attempt_at <= {now} "
     "AND ({delivery}.lease_until IS NULL OR {delivery}.lease_until < {now})"

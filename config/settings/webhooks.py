@@ -11,7 +11,7 @@ WEBHOOKS_RETRY_SCHEDULE_SECONDS = env.seconds_list(
 WEBHOOKS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_TIMEOUT_SECONDS", 10)
 WEBHOOKS_DNS_TIMEOUT_SECONDS = env.seconds("WEBHOOKS_DNS_TIMEOUT_SECONDS", 2)
 # How long an answer that passed the address check serves its host's next attempts without a
-# lookup (webhooks/dispatch/transport.py). 0: every attempt looks its host up.
+# lookup (webhooks/dispatch/connection.py). 0: every attempt looks its host up.
 WEBHOOKS_CHECKED_ANSWER_SECONDS = env.seconds("WEBHOOKS_CHECKED_ANSWER_SECONDS", 60)
 # The certificate authorities receivers' certificates are checked against, a PEM file; empty:
 # the bundled public ones (certifi).

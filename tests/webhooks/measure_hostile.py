@@ -5,7 +5,7 @@ their commands and figures:
 - how many times one event is sent in 25 s to a receiver answering `200 ok\\x00ok`, with a real
   worker under the production schedule, sweep, lease and time limits;
 - the claim and outcome of a delivery with the claim statement of the checkout at $BEFORE
-  (its webhooks/dispatch/statements.py), of this one, and of this one without its `next_attempt_at`,
+  (its webhooks/dispatch/leases.py), of this one, and of this one without its `next_attempt_at`,
   one after another per delivery so that the host's load weighs on each alike.
 """
 
@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from core.database.connections import PreparedStatement
 from tests.webhooks.helpers import Reply, channel_for, record_order_completed
-from webhooks.dispatch import statements
+from webhooks.dispatch import leases
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, due_sql
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,7 +59,7 @@ def test_sends_of_one_event_answered_with_a_nul(start_worker, store, receiver):
 def _claim_statement(name: str, sql: str) -> PreparedStatement:
     columns = ", ".join(
         f'{alias}."{field.column}"'
-        for alias, model in statements.CLAIM_ROW_MODELS
+        for alias, model in leases.CLAIM_ROW_MODELS
         for field in model._meta.concrete_fields
     )
     return PreparedStatement(
@@ -79,7 +79,7 @@ def _cycle(statement: PreparedStatement, channel_id, extra: dict) -> None:
     params = {"lease_until": now, "token": uuid.uuid4(), "now": now, **extra}
     with connection.cursor() as cursor:
         statement.execute(cursor, {**params, "channel_id": channel_id})
-        delivery = statements._claimed_from_row(cursor.fetchone())
+        delivery = leases._claimed_from_row(cursor.fetchone())
     attempt = WebhookDeliveryAttempt(
         delivery=delivery,
         delivery_event_occurred_at=delivery.event_occurred_at,
@@ -101,18 +101,18 @@ def _cycle(statement: PreparedStatement, channel_id, extra: dict) -> None:
         "lease_token": None,
         "updated_at": now,
     }
-    assert statements.outcome_record(delivery=delivery, attempt=attempt, outcome=outcome)
+    assert leases.outcome_record(delivery=delivery, attempt=attempt, outcome=outcome)
 
 
 def test_claim_and_outcome_cost(store, receiver):
-    before = Path(os.environ["BEFORE"]) / "webhooks" / "statements.py"
+    before = Path(os.environ["BEFORE"]) / "webhooks" / "leases.py"
     source = before.read_text()
     start = source.index('CLAIM_SQL = """') + len('CLAIM_SQL = """')
     # the claim's SET without its next_attempt_at (from that line to the CASE's END)
-    set_next = statements.CLAIM_SQL.index("        next_attempt_at = CASE")
-    set_next_end = statements.CLAIM_SQL.index("END,\n", set_next) + len("END,\n")
-    without_next = statements.CLAIM_SQL[:set_next] + statements.CLAIM_SQL[set_next_end:]
-    assert without_next != statements.CLAIM_SQL
+    set_next = leases.CLAIM_SQL.index("        next_attempt_at = CASE")
+    set_next_end = leases.CLAIM_SQL.index("END,\n", set_next) + len("END,\n")
+    without_next = leases.CLAIM_SQL[:set_next] + leases.CLAIM_SQL[set_next_end:]
+    assert without_next != leases.CLAIM_SQL
     schedule = PRODUCTION_SCHEDULE.split(",")
     extra = {"waits": "{" + PRODUCTION_SCHEDULE + "}", "attempts_most": len(schedule) + 1}
     variants = {
@@ -120,7 +120,7 @@ def test_claim_and_outcome_cost(store, receiver):
             _claim_statement("measure_claim_before", source[start : source.index('"""', start)]),
             {},
         ),
-        "after": (_claim_statement("measure_claim_after", statements.CLAIM_SQL), extra),
+        "after": (_claim_statement("measure_claim_after", leases.CLAIM_SQL), extra),
         "after without next_attempt_at": (
             _claim_statement("measure_claim_without_next", without_next),
             extra,

@@ -155,11 +155,11 @@ def name_refusal(host=HOST, bound=2):
 
 @pytest.fixture
 def refusal_log(caplog):
-    """The operators' log lines of webhooks.dispatch.addresses (INFO and up)."""
-    caplog.set_level(logging.INFO, logger="webhooks.dispatch.addresses")
+    """The operators' log lines of the save-time URL check (INFO and up)."""
+    caplog.set_level(logging.INFO, logger="webhooks.channels.serializers")
 
     def lines() -> list[str]:
-        return [r.getMessage() for r in caplog.records if r.name == "webhooks.dispatch.addresses"]
+        return [r.getMessage() for r in caplog.records if r.name == "webhooks.channels.serializers"]
 
     return lines
 
@@ -303,11 +303,11 @@ def test_send_refuses_to_connect_into_a_denied_range(
 def test_a_refusal_at_connect_is_logged_with_the_host_but_not_the_path(
     store, production, monkeypatch, caplog
 ):
-    caplog.set_level(logging.INFO, logger="webhooks.dispatch.transport")
+    caplog.set_level(logging.INFO, logger="webhooks.dispatch.connection")
 
     attempt_refused_at_connect(store, monkeypatch, "10.1.2.3")
 
-    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks.dispatch.transport"]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks.dispatch.connection"]
     assert f"host {HOST} refused: 10.1.2.3 is" in line
     assert "(private-use)" in line
     assert "path-credential" not in line

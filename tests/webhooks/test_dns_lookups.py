@@ -16,7 +16,7 @@ from tests.factories import MembershipFactory, UserFactory, make_api_key
 from tests.servers import wait_for
 from tests.webhooks.dns import HOST, PUBLIC_IPV4, FakeDns, stalled_name
 from tests.webhooks.helpers import channel_for, record_order_completed
-from webhooks.dispatch import resolver
+from webhooks.dispatch import connection
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookChannel, WebhookDelivery
 
@@ -103,8 +103,8 @@ def test_a_store_holds_a_bounded_number_of_lookups_and_others_still_resolve(
     auth_client, production, unresponsive_name_server, monkeypatch, client_for
 ):
     # given a process allowed one lookup more than a store may hold
-    monkeypatch.setattr(resolver, "DNS_LOOKUPS_PER_STORE", 4)
-    monkeypatch.setattr(resolver, "DNS_LOOKUP_THREADS_MAX", 5)
+    monkeypatch.setattr(connection, "DNS_LOOKUPS_PER_STORE", 4)
+    monkeypatch.setattr(connection, "DNS_LOOKUP_THREADS_MAX", 5)
     # when one store saves channels on ten different stalling hosts
     stall(auth_client, [stalled_name(f"h{number}") for number in range(10)])
 
@@ -156,14 +156,14 @@ def test_a_forked_child_does_not_wait_on_its_parents_lookups(monkeypatch):
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     with pytest.raises(socket.gaierror):
-        resolver.resolve(HOST, timeout=0.2)
+        connection.resolve(HOST, timeout=0.2)
     assert stalled.wait(5)
     read_end, write_end = os.pipe()
     try:
         child = os.fork()
         if child == 0:  # pragma: no cover (runs in the child)
             try:
-                answer = ",".join(resolver.resolve(HOST, timeout=2)).encode()
+                answer = ",".join(connection.resolve(HOST, timeout=2)).encode()
             except BaseException as error:
                 answer = repr(error).encode()
             os.write(write_end, answer)

@@ -1,5 +1,5 @@
 """The sender connects to the address the SSRF check approved, and names the host everywhere else
-(webhooks/dispatch/transport.py): no second lookup by the HTTP library (DNS rebinding), SNI, the
+(webhooks/dispatch/connection.py): no second lookup by the HTTP library (DNS rebinding), SNI, the
 certificate check and the Host header of the original host, a pool per checked address, a checked
 answer reused for a while and forgotten when it gets no answer, and the attempt's deadline over TLS
 too. Against a real HTTPS receiver whose certificate a throwaway CA signed
@@ -13,7 +13,7 @@ import pytest
 from tests.webhooks.dns import FakeDns
 from tests.webhooks.helpers import Receiver, Reply
 from tests.webhooks.tls import CertificateAuthority
-from webhooks.dispatch import sender, transport
+from webhooks.dispatch import connection, sender
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
 TLS_HOST = "hooks.example.test"
@@ -31,7 +31,7 @@ def answers_kept(settings):
     """Checked answers serve a minute (the suite's settings keep none), starting with none
     for TLS_HOST: an earlier test of this file may have kept one."""
     settings.WEBHOOKS_CHECKED_ANSWER_SECONDS = 60
-    transport.answer_forget(f"https://{TLS_HOST}/")
+    connection.answer_forget(f"https://{TLS_HOST}/")
 
 
 @pytest.fixture

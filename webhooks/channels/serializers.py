@@ -1,6 +1,11 @@
 """The request and response contract of /api/v2/webhook-channels, as the official
 SDK (`sellapp-sdk` 0.2.1, `client.webhook_channels`) sends and reads it."""
 
+import ipaddress
+import logging
+from urllib.parse import urlsplit
+
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
@@ -12,22 +17,81 @@ from events.registry import EVENT_TYPES
 from webhooks.dispatch.addresses import (
     MAX_URL_LENGTH,
     URL_PATTERN,
+    URL_PATTERN_COMPILED,
     UrlRefused,
-    url_check,
+    address_check,
+    private_channels_allowed,
+    refusal_kind,
 )
+from webhooks.dispatch.connection import ip_literal, resolve
+from webhooks.dispatch.outbound import DNS_CHECK, outbound_call
 from webhooks.models import WebhookChannel, url_origin
 
 MAX_NAME_LENGTH = 100
 MAX_SEARCH_LENGTH = 255
+
+logger = logging.getLogger(__name__)
 
 
 # Duplicates are accepted (and merged); a longer list is refused.
 MAX_EVENT_TYPES = 50
 
 
+def _name_refused(host: str, timeout: float, detail: str) -> UrlRefused:
+    """One refusal for a name that does not resolve, answers too late, or resolves to an
+    address webhooks may not reach: telling them apart would tell the caller which internal
+    names exist. The operators' log has the detail (the host, never the URL's path, which may
+    hold a credential)."""
+    logger.info("webhook host %s refused: %s", host, detail)
+    return UrlRefused(
+        f"host {host} did not resolve within {timeout:g} s to public internet addresses only"
+    )
+
+
+def url_check(url: str, *, store_id: int | None = None) -> str:
+    """Validates a channel URL at save time for the store `store_id`; returns it. Raises
+    UrlRefused."""
+    if len(url) > MAX_URL_LENGTH:
+        raise UrlRefused(f"must be at most {MAX_URL_LENGTH} characters")
+    if not URL_PATTERN_COMPILED.match(url):
+        raise UrlRefused(
+            "must be an absolute URL: scheme, host and optional port, path and query of "
+            "RFC 3986 characters (percent-encode others), no credentials, no fragment"
+        )
+    # The pattern admits a host, a port of 1..65535, no credentials and no fragment: what is
+    # left to judge is the scheme and where the host leads.
+    parts = urlsplit(url)
+    allowed_schemes = ("https", "http") if private_channels_allowed() else ("https",)
+    if parts.scheme not in allowed_schemes:
+        raise UrlRefused("must be an https URL")
+    host = parts.hostname
+    if ip_literal(host):
+        try:
+            address_check(host)
+        except UrlRefused as refusal:
+            # The caller's own IP literal: naming its kind of range tells them nothing new.
+            raise UrlRefused(f"host {host} is {refusal}") from None
+        return url
+    # Bounded well below the resolver's own timeouts (glibc: 5 s per try and server), and in
+    # number (webhooks/dispatch/outbound.py): the request's thread waits for it.
+    timeout = settings.WEBHOOKS_DNS_TIMEOUT_SECONDS
+    try:
+        with outbound_call(kind=DNS_CHECK, store_id=store_id, seconds=timeout):
+            addresses = resolve(host, timeout=timeout, store_id=store_id)
+    except (OSError, UnicodeError) as error:
+        if private_channels_allowed():
+            return url
+        raise _name_refused(host, timeout, f"does not resolve ({error})") from None
+    for address in addresses:
+        kind = refusal_kind(ipaddress.ip_address(address.split("%", 1)[0]))
+        if kind is not None:
+            raise _name_refused(host, timeout, f"resolves to {address} ({kind})")
+    return url
+
+
 @extend_schema_field({"type": "string", "maxLength": MAX_URL_LENGTH, "pattern": URL_PATTERN})
 class ChannelUrlField(StrictCharField):
-    """A channel URL as webhooks.dispatch.addresses.url_check accepts it: its shape (the schema
+    """A channel URL as url_check below accepts it: its shape (the schema
     states the same length and pattern) and the addresses its host resolves to (SSRF)."""
 
     def __init__(self, **kwargs):

@@ -124,8 +124,9 @@ class _TransactionRoom(threading.local):
 _transaction_room = _TransactionRoom()
 
 
-def deliveries_create_for_event(*, event) -> list[WebhookDelivery]:
-    """Subscribed to events.record (webhooks/apps.py): runs inside the event's transaction.
+def deliveries_create_for_event(*, event, **signal) -> list[WebhookDelivery]:
+    """Connected to events.services.event_recorded (webhooks/apps.py): runs inside the event's
+    transaction; `signal` is what a Django signal passes besides the event.
 
     One pending delivery per enabled channel of the store whose allowed_notifications include
     the event's type, written in one statement (at most WEBHOOKS_STORE_CHANNELS_MAX rows). A

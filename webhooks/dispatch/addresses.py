@@ -1,9 +1,9 @@
 """Which channel URLs and IP addresses webhooks may reach (docs/design.md "Webhooks": SSRF).
 
 Checked twice: when a channel is saved (the URL and every address its host resolves to) and when an
-attempt connects (the address actually connected to; see webhooks/dispatch/transport.py), so a DNS
+attempt connects (the address actually connected to; see webhooks/dispatch/connection.py), so a DNS
 answer that changes after the save (DNS rebinding) cannot reach an internal address. Names are
-resolved by webhooks/dispatch/resolver.py.
+resolved by webhooks/dispatch/connection.py.
 
 The judgment is an explicit deny list, not `ipaddress.is_global` (which lets through
 192.0.0.0/24, fec0::/10, 6to4 and NAT64 wrapping private IPv4, IPv4-compatible addresses and
@@ -27,12 +27,8 @@ import ipaddress
 import logging
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from django.conf import settings
-
-from webhooks.dispatch.outbound import DNS_CHECK, outbound_call
-from webhooks.dispatch.resolver import ip_literal, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -240,55 +236,3 @@ def address_check(raw_address: str) -> None:
             f"an address webhooks may not reach ({kind}); only public internet addresses "
             "are allowed"
         )
-
-
-def _name_refused(host: str, timeout: float, detail: str) -> UrlRefused:
-    """One refusal for a name that does not resolve, answers too late, or resolves to an
-    address webhooks may not reach: telling them apart would tell the caller which internal
-    names exist. The operators' log has the detail (the host, never the URL's path, which may
-    hold a credential)."""
-    logger.info("webhook host %s refused: %s", host, detail)
-    return UrlRefused(
-        f"host {host} did not resolve within {timeout:g} s to public internet addresses only"
-    )
-
-
-def url_check(url: str, *, store_id: int | None = None) -> str:
-    """Validates a channel URL at save time for the store `store_id`; returns it. Raises
-    UrlRefused."""
-    if len(url) > MAX_URL_LENGTH:
-        raise UrlRefused(f"must be at most {MAX_URL_LENGTH} characters")
-    if not URL_PATTERN_COMPILED.match(url):
-        raise UrlRefused(
-            "must be an absolute URL: scheme, host and optional port, path and query of "
-            "RFC 3986 characters (percent-encode others), no credentials, no fragment"
-        )
-    # The pattern admits a host, a port of 1..65535, no credentials and no fragment: what is
-    # left to judge is the scheme and where the host leads.
-    parts = urlsplit(url)
-    allowed_schemes = ("https", "http") if private_channels_allowed() else ("https",)
-    if parts.scheme not in allowed_schemes:
-        raise UrlRefused("must be an https URL")
-    host = parts.hostname
-    if ip_literal(host):
-        try:
-            address_check(host)
-        except UrlRefused as refusal:
-            # The caller's own IP literal: naming its kind of range tells them nothing new.
-            raise UrlRefused(f"host {host} is {refusal}") from None
-        return url
-    # Bounded well below the resolver's own timeouts (glibc: 5 s per try and server), and in
-    # number (webhooks/dispatch/outbound.py): the request's thread waits for it.
-    timeout = settings.WEBHOOKS_DNS_TIMEOUT_SECONDS
-    try:
-        with outbound_call(kind=DNS_CHECK, store_id=store_id, seconds=timeout):
-            addresses = resolve(host, timeout=timeout, store_id=store_id)
-    except (OSError, UnicodeError) as error:
-        if private_channels_allowed():
-            return url
-        raise _name_refused(host, timeout, f"does not resolve ({error})") from None
-    for address in addresses:
-        kind = refusal_kind(ipaddress.ip_address(address.split("%", 1)[0]))
-        if kind is not None:
-            raise _name_refused(host, timeout, f"resolves to {address} ({kind})")
-    return url

@@ -25,7 +25,7 @@ from webhooks.dispatch.failures import (
     retry_cancel_if_channel_off,
     retry_delay,
 )
-from webhooks.dispatch.leases import LeaseKeeper
+from webhooks.dispatch.leases import LeaseKeeper, delivery_lease, outcome_record
 from webhooks.dispatch.queueing import (
     channel_drain_marker_clear,
     channel_drain_marker_hold,
@@ -34,7 +34,6 @@ from webhooks.dispatch.queueing import (
 )
 from webhooks.dispatch.sender import SendResult, send, signing_secrets, webhook_body
 from webhooks.dispatch.slots import slots_held
-from webhooks.dispatch.statements import delivery_lease, outcome_record
 from webhooks.models import WebhookDelivery, WebhookDeliveryAttempt, url_origin
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 An attempt has one budget, WEBHOOKS_TIMEOUT_SECONDS, for everything (DNS, connect, request,
 response). Socket timeouts bound each operation, not their sum: a receiver trickling a byte every
 few seconds would otherwise keep an attempt, and its lease, alive indefinitely. So the connections
-an attempt uses are handed to its deadline (webhooks/dispatch/transport.py), and a watchdog thread
+an attempt uses are handed to its deadline (webhooks/dispatch/connection.py), and a watchdog thread
 shuts them down when the budget is spent, which ends a blocked read at once."""
 
 import contextlib

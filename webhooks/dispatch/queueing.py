@@ -80,13 +80,12 @@ def deliveries_enqueue(delivery_ids: list, *, countdown: float | None = None) ->
     return _tasks_publish(DELIVERY_SEND_TASK, args_list, countdown=countdown)
 
 
-# --- one drain per channel --------------------------------------------------------------
-# New deliveries are sent by a drain of their channel (attempts.channel_drain), which
-# claims and sends due deliveries one after another. A marker in the cache says "a drain of this
-# channel is queued or running"; while it is set, new deliveries queue nothing. Queued, it
-# lasts WEBHOOKS_LEASE_SECONDS; running, the drain holds it as a lease (webhooks/leases.py),
-# so a killed worker's marker is gone within seconds, and the sweeper then queues a drain of
-# what it left (deliveries_sweep).
+# --- one drain per channel -------------------------------------------------------------- New
+# deliveries are sent by a drain of their channel (attempts.channel_drain), which claims and sends
+# due deliveries one after another. A marker in the cache says "a drain of this channel is queued or
+# running"; while it is set, new deliveries queue nothing. Queued, it lasts WEBHOOKS_LEASE_SECONDS;
+# running, the drain holds it as a lease (webhooks/dispatch/leases.py), so a killed worker's marker
+# is gone within seconds, and the sweeper then queues a drain of what it left (deliveries_sweep).
 
 
 def _drain_marker_key(channel_id) -> str:
@@ -200,7 +199,7 @@ def deliveries_sweep(*, now=None) -> int:
     No drain will send them when their last message is older than
     WEBHOOKS_REQUEUE_AFTER_SECONDS (lost, or its queue is that far behind), or when their
     channel has no drain marker (none queued, none running: a killed worker's is gone
-    within seconds, webhooks/leases.py). One drain per channel, not one message per
+    within seconds, webhooks/dispatch/leases.py). One drain per channel, not one message per
     delivery: a channel's backlog costs one message, and its drains are bounded by
     WEBHOOKS_CHANNEL_CONCURRENCY, so a failing store's backlog neither floods the queue nor
     crowds out other stores' catch-up. The queued drains' markers are set, so a queue that is

@@ -6,7 +6,7 @@ scheme") through its reference library, the one our receivers verify with: HMAC-
 `webhook-signature: v1,<base64>` (space-separated when two secrets sign during a rotation).
 
 Time: webhooks/dispatch/deadline.py (one budget for DNS, connect, request and response). Where the
-request goes: webhooks/dispatch/transport.py (the address the SSRF check approved, named as the
+request goes: webhooks/dispatch/connection.py (the address the SSRF check approved, named as the
 host)."""
 
 import json
@@ -24,8 +24,8 @@ from standardwebhooks import Webhook
 
 from events.models import Event
 from events.serializers import event_resource
+from webhooks.dispatch.connection import AddressRefused, answer_forget, session_get, session_reset
 from webhooks.dispatch.deadline import AttemptDeadline, current_deadline
-from webhooks.dispatch.transport import AddressRefused, answer_forget, session_get, session_reset
 from webhooks.models import (
     WebhookSigningSecret,
     url_origin,
@@ -157,7 +157,9 @@ def _post(
         )
     except AddressRefused as refusal:  # names the host and the kind of range, no address
         return SendResult(None, None, str(refusal), elapsed_ms())
-    except socket.gaierror:  # no answer, or none within the budget (webhooks/dispatch/resolver.py)
+    except (
+        socket.gaierror
+    ):  # no answer, or none within the budget (webhooks/dispatch/connection.py)
         return SendResult(None, None, f"DNS failure: {url_origin(url)}", elapsed_ms())
     except requests.RequestException as error:
         # The kind and the origin only: the exception's text holds the URL's path and query,

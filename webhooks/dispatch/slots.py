@@ -1,15 +1,14 @@
 """Send slots: how many sends are in flight at once (docs/decisions/webhooks.md "Fairness between
 stores"). A send holds, all at once or not at all, one free slot of its channel
 (WEBHOOKS_CHANNEL_CONCURRENCY), one of the account that created its store
-(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its channel is failing (`failing_since` set), one
-of the failing channels' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
-(models.WebhookSendSlot), kept alive while its holder lives (webhooks/leases.py): a worker that
-dies gives its slots back within seconds, and slots work through any connection pooler, which
+(WEBHOOKS_ACCOUNT_CONCURRENCY) and, while its channel is failing (`failing_since` set), one of the
+failing channels' share (WEBHOOKS_FAILING_CONCURRENCY). A slot is a leased row
+(models.WebhookSendSlot), kept alive while its holder lives (webhooks/dispatch/leases.py): a worker
+that dies gives its slots back within seconds, and slots work through any connection pooler, which
 session advisory locks did not.
 
-`slots_held` is what a send uses (webhooks/attempts.py): take, run the send, release, and wake
-who waits for the slots.
-"""
+`slots_held` is what a send uses (webhooks/dispatch/attempts.py): take, run the send, release, and
+wake who waits for the slots."""
 
 import contextlib
 import logging
