@@ -1,5 +1,6 @@
 import fcntl
 import os
+import shutil
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -45,14 +46,42 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
-    """schemathesis names its items `test[METHOD path]` but gives all of them the function's
-    node id; pytest-xdist schedules by node id, and ran one operation of the contract run out of
-    30. Each such item gets the node id its name says (pytest 9 keeps it in `_id`). Then the
-    files are ordered longest first (tests/ordering.py)."""
-    for item in items:
+    """schemathesis names its items `test[METHOD path]` but builds each one's node id from the
+    function's name alone; pytest-xdist schedules by node id, and ran one operation of the
+    contract run out of 30. Each such item is made again through pytest's public constructor,
+    `from_parent` with its own name, which gives it the node id its name says. Then the files
+    are ordered longest first (tests/ordering.py)."""
+    for index, item in enumerate(items):
         if item.nodeid != f"{item.parent.nodeid}::{item.name}":
-            item._id = item.parent.id.child(item.name)
+            items[index] = named_again(item)
     longest_files_first(items)
+
+
+def named_again(item):
+    """`item` as a new item of its class whose node id is its parent's and its own name."""
+    return type(item).from_parent(
+        item.parent,
+        name=item.name,
+        callobj=item.obj,
+        test_func=item.test_function,
+        operation_label=item.operation_label,
+        operation_tags=item.operation_tags,
+    )
+
+
+# The directory the `alone` locks live in, one for every worker of a run (the controller's).
+ALONE_LOCKS = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller hands each worker the run's directory of `alone` locks."""
+    config = node.config
+    if ALONE_LOCKS not in config.stash:
+        workdir = os.environ.get("STOREFRONT_TEST_WORKDIR")
+        config.stash[ALONE_LOCKS] = Path(tempfile.mkdtemp(prefix="alone-", dir=workdir))
+        config.add_cleanup(lambda: shutil.rmtree(config.stash[ALONE_LOCKS], ignore_errors=True))
+    node.workerinput["alone_locks"] = str(config.stash[ALONE_LOCKS])
 
 
 @pytest.hookimpl(wrapper=True)
@@ -63,7 +92,7 @@ def pytest_runtest_protocol(item, nextitem):
     tests from starting while an `alone` test waits."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return (yield)
-    shared = item.config._tmp_path_factory.getbasetemp().parent  # one per run, every worker's
+    shared = Path(item.config.workerinput["alone_locks"])
     alone = item.get_closest_marker("alone") is not None
     with ExitStack() as held:
         turnstile = held.enter_context((shared / "alone-turnstile").open("a"))
