@@ -2,6 +2,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,7 +19,7 @@ from rest_framework.test import APIClient
 from core.api import ratelimit
 from core.operations import health
 from oauth_cli.services import cli_application_ensure
-from tests.clocks import FROZEN_RATE_LIMIT_NOW
+from tests.clocks import FROZEN_RATE_LIMIT_NOW, next_window_middle
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
 from tests.ordering import longest_files_first
@@ -198,11 +199,25 @@ def client_for():
 def frozen_rate_limit_clock(request, monkeypatch):
     """Stops the clock the rate limiter reads, 30 s into a window, for every test (opt out with
     @pytest.mark.rate_limit_wall_clock): requests of one test can never fall into two windows
-    (a fresh budget mid-test), and Reset/Retry-After are exact."""
+    (a fresh budget mid-test), and Reset/Retry-After are exact. Only the limiter's clock: a
+    global freeze would also stop the clocks of the threads and servers a test starts, and part
+    Python's time from the database's now(). A test that moves Python's clock with time-machine
+    (`rate_limit_window`, `time_machine`) has the limiter on that clock instead."""
     if request.node.get_closest_marker("rate_limit_wall_clock"):
+        return None
+    if "time_machine" in request.fixturenames:
         return None
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW))
     return FROZEN_RATE_LIMIT_NOW
+
+
+@pytest.fixture
+def rate_limit_window(time_machine):
+    """Python's clock stopped 30 s into the next rate-limit window (a minute), within two
+    minutes of the real time, so rows stay in the database's days: a test of the windows moves
+    it with `rate_limit_window.shift(seconds)` (time-machine's fixture)."""
+    time_machine.move_to(next_window_middle(time.time()), tick=False)
+    return time_machine
 
 
 @pytest.fixture

@@ -1,17 +1,15 @@
 """Per-credential rate limits on Redis, failing open (docs/design.md "Limits and rate limits")."""
 
-from types import SimpleNamespace
-
 import pytest
 from django.test import override_settings
 
 from core.api import ratelimit
-from tests.clocks import FROZEN_RATE_LIMIT_NOW
 from tests.factories import make_api_key
 from tests.outages import dead_redis_caches
 
-# Every test here runs on a stopped limiter clock: a minute boundary cannot split a test.
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen_rate_limit_clock")]
+# Every test here runs on a stopped clock, 30 s into a window: a minute boundary cannot split a
+# test, and a test moves to the next window by moving the clock.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("rate_limit_window")]
 
 
 def test_normal_responses_carry_the_budget(auth_client, settings):
@@ -32,13 +30,12 @@ def test_by_default_a_credential_gets_120_requests_a_minute(auth_client):
     assert (response["X-RateLimit-Limit"], response["X-RateLimit-Remaining"]) == ("120", "119")
 
 
-def test_a_new_window_brings_a_fresh_budget(auth_client, settings, monkeypatch):
+def test_a_new_window_brings_a_fresh_budget(auth_client, settings, rate_limit_window):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
     auth_client.get("/api/v2/me")
     assert auth_client.get("/api/v2/me").status_code == 429
     # when: the clock reaches the next window
-    next_window = SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW + 30)
-    monkeypatch.setattr(ratelimit, "time", next_window)
+    rate_limit_window.shift(30)
     # then
     response = auth_client.get("/api/v2/me")
     assert response.status_code == 200

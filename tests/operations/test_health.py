@@ -12,7 +12,6 @@ import socket
 import threading
 import time
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 from django.db import connections
@@ -200,10 +199,10 @@ def workers_took_their_heartbeats():
 
 @pytest.mark.django_db
 def test_status_reports_beat_ok_after_a_tick_and_stale_after_two_silent_intervals(
-    settings, tmp_path, monkeypatch
+    settings, tmp_path, time_machine
 ):
     # Intervals long enough that a busy machine never makes a fresh heartbeat look stale; the
-    # silence is made by moving the clock /status reads, not by waiting.
+    # silence is made by moving Python's clock, not by waiting.
     settings.BEAT_HEARTBEAT_SECONDS = 30
     settings.WORKER_HEARTBEAT_SECONDS = 60
     # before any beat ever ticked
@@ -219,10 +218,7 @@ def test_status_reports_beat_ok_after_a_tick_and_stale_after_two_silent_interval
         assert status == 200, body
         assert body["checks"]["beat"]["status"] == "ok"
         # when it stays silent for more than two intervals (the workers still answering)
-        real_time = time.time
-        monkeypatch.setattr(
-            health, "time", SimpleNamespace(time=lambda: real_time() + 61, monotonic=time.monotonic)
-        )
+        time_machine.move_to(time.time() + 61)
         workers_took_their_heartbeats()
         status, body = get_json("/status")
         assert status == 503
@@ -389,17 +385,20 @@ def test_the_default_probe_limit_lets_a_probe_per_second_through():
 
 @pytest.mark.django_db
 def test_status_reads_workers_never_seen_in_the_first_interval_after_start_as_starting(
-    settings, monkeypatch, tmp_path
+    settings, monkeypatch, tmp_path, time_machine
 ):
-    # given: a fresh start (`make run`): beat has ticked once, no worker has taken a heartbeat
-    settings.BEAT_HEARTBEAT_SECONDS = 0.3
-    settings.WORKER_HEARTBEAT_SECONDS = 0.3
-    monkeypatch.setattr("core.operations.health.started_at", time.time())
+    # given: a fresh start (`make run`): beat has ticked once, no worker has taken a heartbeat.
+    # Intervals long enough that a busy machine never ends the first one early: the clock is
+    # stopped, and the test moves it.
+    settings.BEAT_HEARTBEAT_SECONDS = 30
+    settings.WORKER_HEARTBEAT_SECONDS = 60
+    time_machine.move_to(time.time(), tick=False)
+    monkeypatch.setattr(health, "started_at", time.time())
     scheduler = make_scheduler(tmp_path, "beat")
     try:
         scheduler.tick()
 
-        # when: within the workers' first allowed silence (2 x 0.3 + 0.3 s)
+        # when: within the workers' first allowed silence (2 x 60 + 30 s)
         status, body = get_json("/status")
 
         # then: starting, not a failure
@@ -412,7 +411,7 @@ def test_status_reads_workers_never_seen_in_the_first_interval_after_start_as_st
             }
 
         # when: that interval has passed and still no worker was seen
-        time.sleep(1.0)
+        time_machine.shift(2 * 60 + 30 + 1)
         scheduler.tick()
         status, body = get_json("/status")
 
