@@ -1,6 +1,6 @@
-"""Failed bearer authentications are limited per client address (IPv6: per /64), issue 23
-point 4: after API_AUTH_FAILURES_PER_MINUTE bogus credentials an address gets 429, and further
-bogus credentials from it are refused before any credential lookup. Issue 29 point 2: only
+"""Failed bearer authentications are limited per client address (IPv6: per /64):
+after API_AUTH_FAILURES_PER_MINUTE bogus credentials an address gets 429, and further
+bogus credentials from it are refused before any credential lookup. Only
 failures are refused; a credential that authenticates is served from that address."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""The identity a process keeps for a credential (accounts/identity.py, issue 30 §1): reused while
+"""The identity a process keeps for a credential (accounts/identity.py): reused while
 its epochs in Redis are unchanged, and every write that can change an answer advances them, so
 the next request reads the database again, whichever code made the write (a service, the admin's
 model save, DOT). Each test first makes the identity current (two requests: read, confirmed),

@@ -74,7 +74,7 @@ SEMANTIC_REJECTIONS: list[tuple[str, list[int], str]] = [
             "discount of at most 100, a cap only on PERCENTAGE, payments with subscriptions, "
             "products when not store_wide), a code free among live coupons, batch ids that are "
             "live coupons of the store; a search names fields and values of their types "
-            "(docs/decisions/coupons.md 'Issue 32'; tests/coupons, tests/sdk)",
+            "(docs/decisions/coupons.md, the whole coupon; tests/coupons, tests/sdk)",
         )
         for version in ("v1", "v2")
         for operation, path in (
@@ -193,7 +193,7 @@ def contract_key(db, settings):
     settings.API_RATE_LIMIT_PER_MINUTE = 1_000_000
     settings.OAUTH_RATE_LIMIT_PER_MINUTE = 1_000_000
     # Invalid-credential probes must get 401, not the failure budget's 429 (valid keys are
-    # served over it, so a run's 2xx and its probes' 429 would meet: issue 29 point 2).
+    # served over it, so a run's 2xx and its probes' 429 would meet).
     settings.API_AUTH_FAILURES_PER_MINUTE = 1_000_000
     cli_application_ensure()
     user = UserFactory()

@@ -1,4 +1,4 @@
-"""A body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is a 413 on every path (issue 18 point 9):
+"""A body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is a 413 on every path:
 the envelope for the API, the OAuth error object on every OAuth endpoint (spec "Errors" rule 3;
 the consent form's too since Hardening IV point 9), an HTML page elsewhere; never a 500,
 never reported as an error (tests/configuration/test_sentry.py checks error tracking itself)."""

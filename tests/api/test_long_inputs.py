@@ -1,13 +1,13 @@
 """Every string a client can send is checked for length before any other rule (Hardening IV
 point 1; docs/api/hardening.md "Length first").
 
-A store name of 24,000 characters ending in NUL took seconds to refuse: its pattern backtracked
-in time quadratic in the length, and DRF ran it although `max_length` had already failed. These
-tests walk what the OpenAPI schema says a client can send, so a new endpoint, field, parameter
-or header is walked without editing them: every field of every request body (JSON and the
-OAuth forms), every query parameter, and the headers we parse (`Authorization`, `X-STORE`,
-`Idempotency-Key`), each with pathological strings of 24,000 characters. Each must be refused
-with a 4xx in the endpoint's error shape within BUDGET_SECONDS of CPU, and leave nothing stored.
+A pattern that backtracks runs in time quadratic in the length of what it reads, and DRF runs a
+field's validators even after `max_length` has failed: a long enough string would hold a process.
+These tests walk what the OpenAPI schema says a client can send, so a new endpoint, field, parameter
+or header is walked without editing them: every field of every request body (JSON and the OAuth
+forms), every query parameter, and the headers we parse (`Authorization`, `X-STORE`,
+`Idempotency-Key`), each with pathological strings of 24,000 characters. Each must be refused with a
+4xx in the endpoint's error shape within BUDGET_SECONDS of CPU, and leave nothing stored.
 """
 
 import json
@@ -42,8 +42,8 @@ PATHOLOGICAL = {
     "NULs only": "\x00" * LENGTH,
 }
 # CPU seconds of this process per request (the test client serves it in process): what the
-# rules cost, whatever else runs on the shared machine. A refusal by length takes a few
-# milliseconds; the store name's pattern took 1.4 to 4 s.
+# rules cost, whatever else runs on the shared machine. A refusal by length is far under it;
+# a backtracking pattern over a long string is far over it.
 BUDGET_SECONDS = 0.5
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"

@@ -1,6 +1,6 @@
 """core/database/connections.py's PreparedStatement, which the webhook worker's claim, outcome and
 send-slot
-statements use (the request path has none since issue 30: the identity is kept per process and
+statements use (the request path has none: the identity is kept per process and
 the coupon page is read through the ORM): prepared on a session's first run, reused after,
 prepared again on a new session or after a reset, and sent as plain SQL when
 DATABASE_PREPARED_STATEMENTS is off (behind a pooler that resets sessions)."""

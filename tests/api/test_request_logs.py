@@ -1,4 +1,4 @@
-"""The request log (issue 13 point 1): one line per request, through the formatters of
+"""The request log: one line per request, through the formatters of
 settings.LOGGING, with the request's id, route and credential and nothing secret."""
 
 import io

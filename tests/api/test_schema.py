@@ -317,7 +317,7 @@ def test_operations_that_take_a_body_declare_the_413(schema):
         }
 
 
-# --- /api/schema/ is built once per process (issue 18 point 10) ---------------------------
+# --- /api/schema/ is built once per process -----------------------------------------------
 
 BUILT_ONCE_PROBE = """
 import json, django

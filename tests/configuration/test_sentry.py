@@ -1,4 +1,4 @@
-"""Optional error tracking (issue 13 point 1): sentry-sdk is on only with SENTRY_DSN, with its
+"""Optional error tracking: sentry-sdk is on only with SENTRY_DSN, with its
 Django and Celery integrations, and what it sends carries the request id and no secret.
 
 Each case runs in its own process (sentry_sdk.init is process-wide); the DSN points at an HTTP

@@ -1,4 +1,4 @@
-"""The production image as operators build and run it (issue 25), on this machine's Debian
+"""The production image as operators build and run it, on this machine's Debian
 packages: no registry. The base standing in for `python:3.11-slim-bookworm` is made by
 mmdebstrap and imported into podman's store; the Dockerfile is built with `podman build`;
 its processes run with `buildah run` (chroot isolation, the host's network), as user 10001.

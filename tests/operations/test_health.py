@@ -264,7 +264,7 @@ def test_status_reports_a_webhook_backlog_older_than_the_configured_age(settings
         scheduler.close()
 
 
-# --- cost of a flood of probes (issue 18 point 10) ----------------------------------------
+# --- cost of a flood of probes ----------------------------------------------------------
 
 
 def unreachable_database(monkeypatch):

@@ -39,8 +39,8 @@ def make_run():
     # Not under pytest's temporary folder: each pytest session resets it to 0700, which shuts
     # out the server's own user (the package's, when run as root) from its data.
     var_dir = Path(tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))) / "var"
-    # Nor this worker's metrics directory: bin/run-dev empties the one it is given, which took
-    # the counters of the tests that ran after it on this worker (tests/api/test_metrics.py).
+    # Nor this worker's metrics directory: bin/run-dev empties the one it is given, which would
+    # take the counters of the tests that run after it on this worker (tests/api/test_metrics.py).
     environment = {
         k: v
         for k, v in os.environ.items()

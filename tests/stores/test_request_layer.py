@@ -1,5 +1,5 @@
-"""The shared API layer every endpoint pays for (issue 14, target 3): its query count is pinned
-(none once an identity is kept and current, issue 30), and the credential and store lookups
+"""The shared API layer every endpoint pays for: its query count is pinned
+(none once an identity is kept and current), and the credential and store lookups
 still see every change on the next request (the kept identity's cases:
 tests/accounts/test_identity_cache.py)."""
 
