@@ -27,7 +27,7 @@ from tests.servers import SentryIngest, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import queueing as webhook_queueing
 
-# The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
+# The CI profile, loaded on every run: the contract run (tests/core/api/test_contract.py) draws the
 # same examples on every run and machine, so a failure found once is found again.
 hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 hypothesis_settings.load_profile("ci")

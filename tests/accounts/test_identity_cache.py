@@ -22,7 +22,7 @@ from stores.models import Membership
 from tests.factories import MembershipFactory, make_api_key
 from tests.oauth_cli.flow import refresh
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.api.urls")]
 
 AREA_URL = "/api/v2/test-coupon-area"
 

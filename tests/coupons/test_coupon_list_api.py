@@ -162,7 +162,7 @@ def list_queries(client, query):
 @pytest.fixture
 def statements_as_sent(settings):
     """The statements' SQL as text in the captured queries, not EXECUTEs of prepared ones
-    (core/database/connections.py; tests/api/test_prepared_statements.py covers those)."""
+    (core/database/connections.py; tests/core/database/test_prepared_statements.py covers those)."""
     settings.DATABASE_PREPARED_STATEMENTS = False
 
 

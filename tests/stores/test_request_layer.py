@@ -13,7 +13,7 @@ from accounts.services import api_key_revoke
 from stores.models import Membership
 from tests.factories import MembershipFactory, make_api_key
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.api.urls")]
 
 AREA_URL = "/api/v2/test-coupon-area"
 

@@ -9,8 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.deploy.image import compose_services
-from tests.operations.test_deployment_files import OPERATOR_ENVIRONMENT
+from tests.deploy.image import COMPOSE_ENVIRONMENT, compose_services
 from tests.settings_helpers import ROOT
 
 SECTION = "## Workers and beat: restarted when they end"
@@ -36,7 +35,7 @@ def service_settings(unit: str) -> dict[str, str]:
 
 
 def test_compose_restarts_the_worker_and_beat_when_they_end():
-    services = compose_services(OPERATOR_ENVIRONMENT)
+    services = compose_services(COMPOSE_ENVIRONMENT)
     for name in ("worker", "beat", "web"):
         assert services[name].get("restart") in {"always", "unless-stopped"}, name
 

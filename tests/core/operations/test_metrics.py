@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from events.services import record
 from oauth_cli.services import cli_application_ensure
-from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
+from tests.core.operations.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.oauth_cli.flow import connect, refresh
 from webhooks.models import WebhookChannel, WebhookDelivery
 from webhooks.services import destination_put

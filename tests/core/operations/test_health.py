@@ -23,8 +23,8 @@ from config.celery import app
 from core.operations import health
 from core.operations.beat import LockedScheduler
 from core.operations.worker_heartbeat import worker_heartbeat_task
-from tests.api.envelope import assert_envelope
-from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
+from tests.core.api.envelope import assert_envelope
+from tests.core.operations.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
 from tests.servers import ThrowawayRedis, free_port

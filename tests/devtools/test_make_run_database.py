@@ -40,7 +40,8 @@ def make_run():
     # out the server's own user (the package's, when run as root) from its data.
     var_dir = Path(tempfile.mkdtemp(dir=os.environ.get("STOREFRONT_TEST_WORKDIR"))) / "var"
     # Nor this worker's metrics directory: bin/run-dev empties the one it is given, which would
-    # take the counters of the tests that run after it on this worker (tests/api/test_metrics.py).
+    # take the counters of the tests that run after it on this worker
+    # (tests/core/operations/test_metrics.py).
     environment = {
         k: v
         for k, v in os.environ.items()

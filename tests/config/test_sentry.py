@@ -23,7 +23,7 @@ report = {"active": client.is_active(), "integrations": sorted(client.integratio
 if client.is_active():
     report.update({k: client.options[k] for k in
                    ("send_default_pii", "max_request_body_size", "include_local_variables")})
-with override_settings(ROOT_URLCONF="tests.api.urls"):
+with override_settings(ROOT_URLCONF="tests.core.api.urls"):
     response = Client(raise_request_exception=False).get(
         "/test-explode", {"api_key": "SECRET"}, HTTP_AUTHORIZATION="Bearer SECRET"
     )

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from core.api.errors import ERROR_CODES
 from core.api.middleware import RequestIdLogFilter
-from tests.api.envelope import assert_envelope, assert_html_error_page
+from tests.core.api.envelope import assert_envelope, assert_html_error_page
 from tests.factories import make_api_key
 
 pytestmark = pytest.mark.django_db
@@ -137,7 +137,7 @@ def test_429(auth_client, settings, frozen_rate_limit_clock):
     assert int(response["Retry-After"]) >= 1
 
 
-@pytest.mark.urls("tests.api.urls")
+@pytest.mark.urls("tests.core.api.urls")
 def test_500_from_an_api_view_has_no_trace(auth_client):
     auth_client.raise_request_exception = False
     response = auth_client.get("/api/v2/test-explode")
@@ -146,7 +146,7 @@ def test_500_from_an_api_view_has_no_trace(auth_client):
     assert "Traceback" not in body["message"]
 
 
-@pytest.mark.urls("tests.api.urls")
+@pytest.mark.urls("tests.core.api.urls")
 def test_500_from_a_plain_django_view_under_api_has_no_trace():
     response = Client(raise_request_exception=False).get("/api/v2/test-raise/server-error")
     assert_envelope(response, 500, "api_error", "api_error")
@@ -164,7 +164,7 @@ def request_log(caplog):
     return caplog
 
 
-@pytest.mark.urls("tests.api.urls")
+@pytest.mark.urls("tests.core.api.urls")
 @pytest.mark.parametrize(
     "path",
     ["/api/v2/test-explode", "/api/v2/test-raise/server-error", "/test-raise/server-error"],
@@ -193,7 +193,7 @@ def test_an_unexpected_exception_is_signalled_and_logged_with_the_request_id(
     assert record.request.request_id == request_id
 
 
-@pytest.mark.urls("tests.api.urls")
+@pytest.mark.urls("tests.core.api.urls")
 def test_the_test_client_sees_the_exception_of_an_api_view(auth_client):
     """Django's test client re-raises what got_request_exception reports: an API view's
     unexpected exception is no longer swallowed into the envelope unseen."""
@@ -219,7 +219,7 @@ HANDLED = [
 ]
 
 
-@pytest.mark.urls("tests.api.urls")
+@pytest.mark.urls("tests.core.api.urls")
 @pytest.mark.parametrize(("kind", "status", "code", "type_"), HANDLED, ids=[h[0] for h in HANDLED])
 def test_django_error_handlers_answer_the_envelope_under_api(kind, status, code, type_):
     response = Client(raise_request_exception=False).get(f"/api/v2/test-raise/{kind}")
@@ -228,7 +228,7 @@ def test_django_error_handlers_answer_the_envelope_under_api(kind, status, code,
     assert "secret internal detail" not in response.content.decode()
 
 
-@pytest.mark.urls("tests.api.urls")
+@pytest.mark.urls("tests.core.api.urls")
 @pytest.mark.parametrize(("kind", "status", "code", "type_"), HANDLED, ids=[h[0] for h in HANDLED])
 def test_django_error_handlers_answer_html_pages_elsewhere(kind, status, code, type_):
     response = Client(raise_request_exception=False).get(f"/test-raise/{kind}")

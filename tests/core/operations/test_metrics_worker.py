@@ -6,7 +6,7 @@ import ipaddress
 import pytest
 from django.test import Client
 
-from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
+from tests.core.operations.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.servers import wait_for
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.models import WebhookDelivery

@@ -26,7 +26,7 @@ from core.api.fields import StrictCharField
 from core.api.models import IdempotencyKey
 from events.services import record
 from oauth_cli.services import cli_application_ensure
-from tests.api.envelope import ENVELOPE_KEYS
+from tests.core.api.envelope import ENVELOPE_KEYS
 from tests.factories import CouponFactory, WebhookChannelFactory
 from tests.oauth_cli.flow import REDIRECT_URI, authorize_params, consent, query_of
 from tests.webhooks.dns import PUBLIC_IPV4

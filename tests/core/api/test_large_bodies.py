@@ -1,7 +1,7 @@
 """A body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is a 413 on every path:
 the envelope for the API, the OAuth error object on every OAuth endpoint (spec "Errors" rule 3;
 the consent form's too since Hardening IV point 9), an HTML page elsewhere; never a 500,
-never reported as an error (tests/configuration/test_sentry.py checks error tracking itself)."""
+never reported as an error (tests/config/test_sentry.py checks error tracking itself)."""
 
 import http.client
 import json
@@ -14,11 +14,11 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from tests.api.envelope import assert_envelope, assert_html_error_page
+from tests.core.api.envelope import assert_envelope, assert_html_error_page
 from tests.servers import Gunicorn
 from tests.settings_helpers import run_python
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.api.urls")]
 
 LIMIT = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
@@ -242,7 +242,7 @@ from django.test.utils import override_settings
 
 big = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
 statuses = {}
-with override_settings(ROOT_URLCONF="tests.api.urls"):
+with override_settings(ROOT_URLCONF="tests.core.api.urls"):
     client = Client(raise_request_exception=False)
     statuses["api"] = client.post(
         "/api/v2/test-echo", b'"' + b"x" * big + b'"', content_type="application/json"

@@ -1,5 +1,5 @@
 """Test-only URLconf: the real routes plus tiny views that exercise the shared conventions
-(`@pytest.mark.urls("tests.api.urls")`)."""
+(`@pytest.mark.urls("tests.core.api.urls")`)."""
 
 from contextlib import nullcontext
 

@@ -7,9 +7,9 @@ import time
 import pytest
 from django.db import connection
 
-from tests.api.envelope import assert_envelope
+from tests.core.api.envelope import assert_envelope
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.urls("tests.api.urls")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.urls("tests.core.api.urls")]
 
 DATABASE = "/api/v2/test-database"
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.factories import UserFactory, make_api_key
 
-EXTERNAL = Path(__file__).resolve().parents[1] / "external"
+EXTERNAL = Path(__file__).resolve().parents[2] / "external"
 NODE_BIN = EXTERNAL / "node_modules" / ".bin"
 VENV_BIN = Path(sys.executable).parent
 PAGE_ROWS = 40

@@ -103,7 +103,7 @@ def test_an_unauthenticated_request_has_no_credential_or_store(api_client):
     )
 
 
-@pytest.mark.urls("tests.api.urls")
+@pytest.mark.urls("tests.core.api.urls")
 def test_no_secret_is_in_any_log_line_of_a_request(store, api_key):
     """API key, bearer tokens, bodies, query values and passwords: not in any line of any
     logger, including the ERROR line (with its traceback) of an unexpected exception."""

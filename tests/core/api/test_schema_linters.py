@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-EXTERNAL = Path(__file__).resolve().parents[1] / "external"
+EXTERNAL = Path(__file__).resolve().parents[2] / "external"
 SCHEMA_FILE = EXTERNAL / "build" / "schema.yaml"
 QUIET_NODE = {
     **os.environ,

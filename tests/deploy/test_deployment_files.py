@@ -13,25 +13,17 @@ import sys
 from django.conf import settings
 
 from config.celery import app as celery_app
-from tests.deploy.image import compose_services
-from tests.settings_helpers import RANDOM_KEY, RELAXATIONS, ROOT, manage
+from tests.deploy.image import COMPOSE_ENVIRONMENT, compose_services
+from tests.settings_helpers import RELAXATIONS, ROOT, manage
+
 
 # What an operator would put in .env (the variables compose.yaml requires).
-OPERATOR_ENVIRONMENT = {
-    "SECRET_KEY": RANDOM_KEY,
-    "POSTGRES_PASSWORD": "0123456789abcdef",
-    "ALLOWED_HOSTS": "api.example.com",
-    "BASE_URL": "https://api.example.com",
-    "STOREFRONT_DOMAIN": "example.com",
-}
-
-
 def app_services(services: dict) -> dict:
     return {name: s for name, s in services.items() if "build" in s}
 
 
 def test_every_process_of_the_example_runs_production_settings_that_pass_check_deploy():
-    services = app_services(compose_services(OPERATOR_ENVIRONMENT))
+    services = app_services(compose_services(COMPOSE_ENVIRONMENT))
     assert set(services) == {"migrate", "web", "worker", "beat"}
     environments = [s["environment"] for s in services.values()]
     assert all(e["DJANGO_SETTINGS_MODULE"] == "config.settings.production" for e in environments)
@@ -66,7 +58,7 @@ def routed_queues() -> set[str]:
 
 def test_the_workers_consume_every_queue_a_task_is_sent_to():
     consumed = set()
-    for service in app_services(compose_services(OPERATOR_ENVIRONMENT)).values():
+    for service in app_services(compose_services(COMPOSE_ENVIRONMENT)).values():
         command = service.get("command", [])
         if "worker" in command:
             consumed |= set(command[command.index("-Q") + 1].split(","))
@@ -77,7 +69,7 @@ def test_the_workers_consume_every_queue_a_task_is_sent_to():
 
 def test_there_is_exactly_one_beat_and_its_schedule_is_kept_on_a_volume():
     beats = [
-        s for s in compose_services(OPERATOR_ENVIRONMENT).values() if "beat" in s.get("command", [])
+        s for s in compose_services(COMPOSE_ENVIRONMENT).values() if "beat" in s.get("command", [])
     ]
 
     assert len(beats) == 1

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from tests.api.metrics import SCRAPER_ADDRESS
+from tests.core.operations.metrics import SCRAPER_ADDRESS
 from tests.settings_helpers import ROOT, production_environment, settings_of
 
 pytestmark = pytest.mark.django_db
