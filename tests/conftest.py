@@ -23,7 +23,7 @@ from tests.clocks import FROZEN_RATE_LIMIT_NOW, next_window_middle
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
 from tests.ordering import longest_files_first
-from tests.servers import SentryIngest, worker_postgresql
+from tests.servers import SentryIngest, ThrowawayRedis, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import queueing as webhook_queueing
 
@@ -265,6 +265,18 @@ def ingest():
     yield server
     server.server.shutdown()
     server.server.server_close()
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server of this test alone (tests.servers.ThrowawayRedis), which the test may stop
+    and start again on the same port."""
+    workdir = tmp_path / "own-redis"
+    workdir.mkdir()
+    server = ThrowawayRedis(workdir)
+    server.start()
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="module")

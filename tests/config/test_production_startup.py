@@ -9,7 +9,7 @@ import sys
 import pytest
 import requests
 
-from tests.servers import Gunicorn, ThrowawayRedis, stop_process, wait_for
+from tests.servers import Gunicorn, stop_process, wait_for
 from tests.settings_helpers import LOAD_SETTINGS, ROOT, production_environment, run_python
 
 OPT_INS = {"WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS": "true", "SECURE_COOKIES": "false"}
@@ -88,15 +88,6 @@ def test_without_opt_ins_nothing_is_warned_nor_listed(tmp_path):
 
         assert "development_opt_ins" not in response.json()["checks"]
         assert opt_in_warnings(web.log_path.read_text()) == []
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    (tmp_path / "redis").mkdir()
-    server = ThrowawayRedis(tmp_path / "redis")
-    server.start()
-    yield server
-    server.close()
 
 
 @pytest.mark.worker

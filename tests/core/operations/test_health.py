@@ -27,18 +27,9 @@ from tests.core.api.envelope import assert_envelope
 from tests.core.operations.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.factories import StoreFactory, old_events
 from tests.outages import dead_redis_caches, dead_redis_url
-from tests.servers import ThrowawayRedis, free_port
+from tests.servers import free_port
 from tests.settings_helpers import production_environment, settings_of
 from webhooks.models import WebhookDelivery
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    """A redis-server of this test alone, stopped and started again on the same port."""
-    redis = ThrowawayRedis(tmp_path)
-    redis.start()
-    yield redis
-    redis.close()
 
 
 def redis_caches(url):

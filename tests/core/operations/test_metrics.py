@@ -12,19 +12,12 @@ from django.utils import timezone
 
 from events.services import record
 from oauth_cli.services import cli_application_ensure
-from tests.core.operations.metrics import SCRAPER_ADDRESS, scrape, value
+from tests.core.operations.metrics import scrape, value
 from tests.oauth_cli.flow import connect, refresh
 from webhooks.models import WebhookChannel, WebhookDelivery
 from webhooks.services import destination_put
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def scraper(settings):
-    """A client on the allow-list."""
-    settings.METRICS_ALLOWED_NETWORKS = (ipaddress.ip_network(SCRAPER_ADDRESS),)
-    return Client()
 
 
 # -- access -------------------------------------------------------------------------------

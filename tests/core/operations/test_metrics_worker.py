@@ -1,12 +1,9 @@
 """Counters incremented in a Celery worker's pool processes reach /metrics of the web process
 (prometheus_client multiprocess mode: one PROMETHEUS_MULTIPROC_DIR shared by both)."""
 
-import ipaddress
-
 import pytest
-from django.test import Client
 
-from tests.core.operations.metrics import SCRAPER_ADDRESS, scrape, value
+from tests.core.operations.metrics import scrape, value
 from tests.servers import wait_for
 from tests.webhooks.helpers import Reply, destination_for, record_order_completed
 from webhooks.models import WebhookDelivery
@@ -15,12 +12,6 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 ATTEMPTS = "storefront_webhook_delivery_attempts_total"
 FINISHED = "storefront_webhook_deliveries_finished_total"
-
-
-@pytest.fixture
-def scraper(settings):
-    settings.METRICS_ALLOWED_NETWORKS = (ipaddress.ip_network(SCRAPER_ADDRESS),)
-    return Client()
 
 
 def final(event):

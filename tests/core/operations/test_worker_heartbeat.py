@@ -46,7 +46,9 @@ def waiting_heartbeats(broker, queue):
 
 
 @pytest.fixture
-def start_worker(tmp_path, broker):
+def start_heartbeat_worker(tmp_path, broker):
+    """`start_heartbeat_worker(name, **options)`: a one-process worker (and by default its beat)
+    logging under `name`, stopped cleanly after the test."""
     workers = []
 
     def start(name, **options):
@@ -68,14 +70,14 @@ def start_worker(tmp_path, broker):
 @pytest.mark.worker
 @pytest.mark.django_db
 def test_a_worker_on_both_queues_makes_both_ok_and_both_go_stale_when_it_stops(
-    start_worker, time_machine
+    start_heartbeat_worker, time_machine
 ):
     # before any worker took a heartbeat
     assert worker_checks() == {
         queue: {"status": "never_seen", "seconds_since_heartbeat": None} for queue in QUEUES
     }
     # a worker consuming every queue, with the beat that sends the heartbeats
-    worker = start_worker("both")
+    worker = start_heartbeat_worker("both")
     wait_for(
         lambda: all(check["status"] == "ok" for check in worker_checks().values()),
         timeout=30,
@@ -99,8 +101,10 @@ def test_a_worker_on_both_queues_makes_both_ok_and_both_go_stale_when_it_stops(
 
 @pytest.mark.worker
 @pytest.mark.django_db
-def test_a_worker_consuming_only_webhooks_leaves_maintenance_never_seen(start_worker, broker):
-    start_worker("webhooks-only", queues=["webhooks"])
+def test_a_worker_consuming_only_webhooks_leaves_maintenance_never_seen(
+    start_heartbeat_worker, broker
+):
+    start_heartbeat_worker("webhooks-only", queues=["webhooks"])
     wait_for(
         lambda: worker_checks()["webhooks"]["status"] == "ok",
         timeout=30,
@@ -121,7 +125,7 @@ def test_a_worker_consuming_only_webhooks_leaves_maintenance_never_seen(start_wo
     assert len(waiting_heartbeats(broker, "maintenance")) == 1
 
     # when a worker starts consuming `maintenance`, it takes it
-    start_worker("maintenance-only", queues=["maintenance"], beat=False)
+    start_heartbeat_worker("maintenance-only", queues=["maintenance"], beat=False)
     wait_for(
         lambda: worker_checks()["maintenance"]["status"] == "ok",
         timeout=30,
