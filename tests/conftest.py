@@ -23,6 +23,7 @@ from tests.clocks import FROZEN_RATE_LIMIT_NOW, next_window_middle
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
 from tests.ordering import longest_files_first
+from tests.scheduling import FileScheduling
 from tests.servers import SentryIngest, ThrowawayRedis, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
 from webhooks import queueing as webhook_queueing
@@ -83,6 +84,16 @@ def pytest_configure_node(node):
         config.stash[ALONE_LOCKS] = Path(tempfile.mkdtemp(prefix="alone-", dir=workdir))
         config.add_cleanup(lambda: shutil.rmtree(config.stash[ALONE_LOCKS], ignore_errors=True))
     node.workerinput["alone_locks"] = str(config.stash[ALONE_LOCKS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` runs on the suite's file scheduler (tests/scheduling.py): files longest
+    first, one at a time, and the contract run on the first worker, the one that built its
+    examples."""
+    if config.getoption("dist") == "loadfile":
+        return FileScheduling(config, log)
+    return None
 
 
 @pytest.hookimpl(wrapper=True)

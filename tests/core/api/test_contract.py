@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, settings
 from accounts.abilities import ROLE_OWNER
 from oauth_cli.services import cli_application_ensure
 from tests.factories import MembershipFactory, UserFactory, make_api_key
+from tests.scheduling import runs_first_worker_files
 
 CONTRACT_STORE_SLUG = "contract-store"
 MAX_EXAMPLES = 25
@@ -127,6 +128,10 @@ schema = schemathesis.openapi.from_wsgi(
     config=schemathesis.Config.from_dict(
         {
             "generation": {"max-examples": MAX_EXAMPLES},
+            # The coverage phase builds its examples as the file is collected, which every
+            # pytest-xdist worker does: only the worker that runs the file builds them
+            # (tests/scheduling.py gives it this file).
+            "phases": {"coverage": {"enabled": runs_first_worker_files()}},
             "operations": [
                 {
                     "include-name": name,
@@ -221,6 +226,7 @@ def contract_key(db, settings):
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case, contract_key):
+    assert runs_first_worker_files(), "the contract run is on a worker that built no coverage"
     # Hypothesis runs every example of an operation inside one test, so rows written by one
     # example (a coupon code, a store slug) would make a later schema-valid example a 422. Each
     # example runs in a savepoint that is rolled back; it is marked as Django's TestCase marks
