@@ -2,12 +2,12 @@
 a time per worker, in the collection's order (longest first, tests/ordering.py), and the files of
 FIRST_WORKER_FILES to the first worker (gw0) before anything else.
 
-The pin is what lets those files build their costly parts at collection on that worker alone:
-every worker collects every file, and the contract run's coverage phase (schemathesis) builds its
-examples when the file is collected, although one worker runs it (docs/decisions/suite.md "The
-contract run's examples, built once"). xdist offers no pin, but it takes a scheduler of ours
-through its public hook `pytest_xdist_make_scheduler` (tests/conftest.py); this is that
-scheduler, written against xdist's scheduling protocol (`xdist.scheduler.protocol.Scheduling`),
+The pin is what lets those files build their costly parts at collection on that worker alone: every
+worker collects every file, and the contract run's coverage phase (schemathesis) builds its examples
+when the file is collected, although one worker runs it (docs/decisions/suite.md "Where the wall
+clock goes, and the contract run's examples built once"). xdist offers no pin, but it takes a
+scheduler of ours through its public hook `pytest_xdist_make_scheduler` (tests/conftest.py); this is
+that scheduler, written against xdist's scheduling protocol (`xdist.scheduler.protocol.Scheduling`),
 and otherwise what xdist's own file scheduling does.
 """
 

@@ -130,8 +130,8 @@ schema = schemathesis.openapi.from_wsgi(
             "generation": {"max-examples": MAX_EXAMPLES},
             # The coverage phase builds its examples as the file is collected, which every
             # pytest-xdist worker does: only the worker that runs the file builds them
-            # (tests/scheduling.py gives it this file).
-            "phases": {"coverage": {"enabled": runs_first_worker_files()}},
+            # (tests/scheduling.py gives it this file), with schemathesis's phases as they are.
+            **({} if runs_first_worker_files() else {"phases": {"coverage": {"enabled": False}}}),
             "operations": [
                 {
                     "include-name": name,
