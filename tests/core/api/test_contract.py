@@ -194,7 +194,9 @@ class SignedInBrowser:
 @pytest.fixture
 def contract_key(db, settings):
     """A user owning the contract store, with an all-abilities key and a signed-in browser;
-    the CLI client registered; budgets out of the way."""
+    the CLI client registered; budgets out of the way. On the worker that built the coverage
+    phase's examples only (tests/scheduling.py)."""
+    assert runs_first_worker_files(), "the contract run is on a worker that built no examples"
     settings.API_RATE_LIMIT_PER_MINUTE = 1_000_000
     settings.OAUTH_RATE_LIMIT_PER_MINUTE = 1_000_000
     # Invalid-credential probes must get 401, not the failure budget's 429 (valid keys are
@@ -226,7 +228,6 @@ def contract_key(db, settings):
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case, contract_key):
-    assert runs_first_worker_files(), "the contract run is on a worker that built no coverage"
     # Hypothesis runs every example of an operation inside one test, so rows written by one
     # example (a coupon code, a store slug) would make a later schema-valid example a 422. Each
     # example runs in a savepoint that is rolled back; it is marked as Django's TestCase marks
