@@ -1,6 +1,8 @@
 import fcntl
 import os
+import shutil
 import tempfile
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,14 +19,15 @@ from rest_framework.test import APIClient
 from core.api import ratelimit
 from core.operations import health
 from oauth_cli.services import cli_application_ensure
-from tests.clocks import FROZEN_RATE_LIMIT_NOW
+from tests.clocks import FROZEN_RATE_LIMIT_NOW, next_window_middle
 from tests.factories import MembershipFactory, StoreFactory, UserFactory, make_api_key
 from tests.oauth_cli.flow import connect
 from tests.ordering import longest_files_first
-from tests.servers import SentryIngest, worker_postgresql
+from tests.scheduling import FileScheduling
+from tests.servers import SentryIngest, ThrowawayRedis, worker_postgresql
 from tests.webhooks.helpers import CeleryWorker, Receiver
 
-# The CI profile, loaded on every run: the contract run (tests/api/test_contract.py) draws the
+# The CI profile, loaded on every run: the contract run (tests/core/api/test_contract.py) draws the
 # same examples on every run and machine, so a failure found once is found again.
 hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 hypothesis_settings.load_profile("ci")
@@ -44,14 +47,52 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
-    """schemathesis names its items `test[METHOD path]` but gives all of them the function's
-    node id; pytest-xdist schedules by node id, and ran one operation of the contract run out of
-    30. Each such item gets the node id its name says (pytest 9 keeps it in `_id`). Then the
-    files are ordered longest first (tests/ordering.py)."""
-    for item in items:
+    """schemathesis names its items `test[METHOD path]` but builds each one's node id from the
+    function's name alone; pytest-xdist schedules by node id, and ran one operation of the
+    contract run out of 30. Each such item is made again through pytest's public constructor,
+    `from_parent` with its own name, which gives it the node id its name says. Then the files
+    are ordered longest first (tests/ordering.py)."""
+    for index, item in enumerate(items):
         if item.nodeid != f"{item.parent.nodeid}::{item.name}":
-            item._id = item.parent.id.child(item.name)
+            items[index] = named_again(item)
     longest_files_first(items)
+
+
+def named_again(item):
+    """`item` as a new item of its class whose node id is its parent's and its own name."""
+    return type(item).from_parent(
+        item.parent,
+        name=item.name,
+        callobj=item.obj,
+        test_func=item.test_function,
+        operation_label=item.operation_label,
+        operation_tags=item.operation_tags,
+    )
+
+
+# The directory the `alone` locks live in, one for every worker of a run (the controller's).
+ALONE_LOCKS = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller hands each worker the run's directory of `alone` locks."""
+    config = node.config
+    if ALONE_LOCKS not in config.stash:
+        workdir = os.environ.get("STOREFRONT_TEST_WORKDIR")
+        config.stash[ALONE_LOCKS] = Path(tempfile.mkdtemp(prefix="alone-", dir=workdir))
+        config.add_cleanup(lambda: shutil.rmtree(config.stash[ALONE_LOCKS], ignore_errors=True))
+    node.workerinput["alone_locks"] = str(config.stash[ALONE_LOCKS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` runs on the suite's file scheduler (tests/scheduling.py): files longest
+    first, one at a time, and the contract run on the first worker, the one that built its
+    examples."""
+    if config.getoption("dist") == "loadfile":
+        return FileScheduling(config, log)
+    return None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -62,7 +103,7 @@ def pytest_runtest_protocol(item, nextitem):
     tests from starting while an `alone` test waits."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return (yield)
-    shared = item.config._tmp_path_factory.getbasetemp().parent  # one per run, every worker's
+    shared = Path(item.config.workerinput["alone_locks"])
     alone = item.get_closest_marker("alone") is not None
     with ExitStack() as held:
         turnstile = held.enter_context((shared / "alone-turnstile").open("a"))
@@ -167,11 +208,25 @@ def client_for():
 def frozen_rate_limit_clock(request, monkeypatch):
     """Stops the clock the rate limiter reads, 30 s into a window, for every test (opt out with
     @pytest.mark.rate_limit_wall_clock): requests of one test can never fall into two windows
-    (a fresh budget mid-test), and Reset/Retry-After are exact."""
+    (a fresh budget mid-test), and Reset/Retry-After are exact. Only the limiter's clock: a
+    global freeze would also stop the clocks of the threads and servers a test starts, and part
+    Python's time from the database's now(). A test that moves Python's clock with time-machine
+    (`rate_limit_window`, `time_machine`) has the limiter on that clock instead."""
     if request.node.get_closest_marker("rate_limit_wall_clock"):
+        return None
+    if "time_machine" in request.fixturenames:
         return None
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: FROZEN_RATE_LIMIT_NOW))
     return FROZEN_RATE_LIMIT_NOW
+
+
+@pytest.fixture
+def rate_limit_window(time_machine):
+    """Python's clock stopped 30 s into the next rate-limit window (a minute), within two
+    minutes of the real time, so rows stay in the database's days: a test of the windows moves
+    it with `rate_limit_window.shift(seconds)` (time-machine's fixture)."""
+    time_machine.move_to(next_window_middle(time.time()), tick=False)
+    return time_machine
 
 
 @pytest.fixture
@@ -219,6 +274,18 @@ def ingest():
     yield server
     server.server.shutdown()
     server.server.server_close()
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server of this test alone (tests.servers.ThrowawayRedis), which the test may stop
+    and start again on the same port."""
+    workdir = tmp_path / "own-redis"
+    workdir.mkdir()
+    server = ThrowawayRedis(workdir)
+    server.start()
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="module")

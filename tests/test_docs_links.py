@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # [text](target): the target up to a space, a closing parenthesis or an anchor.
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?(?:\s+\"[^\"]*\")?\)")
 DOCS_CITATION = re.compile(r"(?<![\w./-])docs/[\w./-]+?\.md\b")
-# `tests/api/test_schema.py`, `config/`: a path of ours in backticks, up to a `::test` or a space.
+# `tests/core/api/test_schema.py`, `config/`: a path of ours in backticks, up to a `::test` or a
+# space.
 TOP_LEVEL = (
     "accounts|bench|bin|config|console|core|coupons|deploy|devtools|docs|events|oauth_cli|orders"
     "|requirements|stores|templates|tests|webhooks"

@@ -1,7 +1,7 @@
 """Production: refuses to start without what a shared, internet-facing deployment needs.
 
 `python manage.py check --deploy` passes with these settings and the environment of
-docs/production.md (tests/configuration/test_settings.py runs it).
+docs/production.md (tests/config/test_settings.py runs it).
 """
 
 from urllib.parse import urlsplit

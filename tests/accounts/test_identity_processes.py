@@ -1,7 +1,8 @@
-"""Issue 30 §1 on real processes: two gunicorn servers (production settings, one sync worker
-each) keep the identity of a credential after its first requests; a revoked key, a removed
-membership and a deactivated user are refused by the very next request on each of them. The
-change is made by this test's process, as the admin or a shell would: neither server made it.
+"""The identity a process keeps (accounts/identity.py), on real processes: two gunicorn servers
+(production settings, one sync worker each) keep the identity of a credential after its first
+requests; a revoked key, a removed membership and a deactivated user are refused by the very next
+request on each of them. The change is made by this test's process, as the admin or a shell would:
+neither server made it.
 """
 
 import os

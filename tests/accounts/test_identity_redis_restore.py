@@ -30,7 +30,8 @@ def database_url() -> str:
 
 
 @pytest.fixture(scope="module")
-def own_redis(tmp_path_factory):
+def module_redis(tmp_path_factory):
+    """The Redis of this module's web process, which a test stops and starts from its snapshot."""
     server = ThrowawayRedis(tmp_path_factory.mktemp("identity-redis"))
     server.start()
     yield server
@@ -38,7 +39,7 @@ def own_redis(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def web(own_redis, django_db_setup, django_db_blocker, tmp_path_factory):
+def web(module_redis, django_db_setup, django_db_blocker, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("identity-restore")
     with (
         django_db_blocker.unblock(),
@@ -46,7 +47,7 @@ def web(own_redis, django_db_setup, django_db_blocker, tmp_path_factory):
             workdir / "gunicorn.log",
             workers=1,
             DATABASE_URL=database_url(),
-            REDIS_URL=own_redis.url,
+            REDIS_URL=module_redis.url,
             API_RATE_LIMIT_PER_MINUTE="100000",
             LOG_LEVEL="WARNING",
         ) as server,
@@ -66,10 +67,10 @@ def caches_on(server: ThrowawayRedis) -> dict:
 
 
 @pytest.fixture
-def on_own_redis(own_redis):
+def on_own_redis(module_redis):
     """This process's cache is the web process's Redis: the epochs a revocation here deletes
     are the ones it reads."""
-    with override_settings(CACHES=caches_on(own_redis)):
+    with override_settings(CACHES=caches_on(module_redis)):
         yield
 
 
@@ -97,41 +98,41 @@ def status(server: Gunicorn, secret: str) -> int:
 
 
 def test_a_redis_restored_from_before_a_revocation_does_not_revive_the_key(
-    web, own_redis, on_own_redis, user, store
+    web, module_redis, on_own_redis, user, store
 ):
     # given: the web process keeps the key's identity (read, confirmed, answered from it)
     secret = make_api_key(user)
     assert [status(web, secret) for _ in range(3)] == [200, 200, 200]
     key = ApiKey.objects.get(user=user)
-    epoch = redis_cli(own_redis, "GET", f":1:{credential_epoch_key(key.key_hash)}")
+    epoch = redis_cli(module_redis, "GET", f":1:{credential_epoch_key(key.key_hash)}")
     assert epoch
-    assert redis_cli(own_redis, "SAVE") == "OK"  # the snapshot, before the revocation
+    assert redis_cli(module_redis, "SAVE") == "OK"  # the snapshot, before the revocation
 
     # when: the key is revoked (its epoch deleted), then Redis comes back from the snapshot
     api_key_revoke(api_key=key)
-    assert redis_cli(own_redis, "EXISTS", f":1:{credential_epoch_key(key.key_hash)}") == "0"
-    own_redis.stop()
-    own_redis.start()
-    assert redis_cli(own_redis, "GET", f":1:{credential_epoch_key(key.key_hash)}") == epoch
+    assert redis_cli(module_redis, "EXISTS", f":1:{credential_epoch_key(key.key_hash)}") == "0"
+    module_redis.stop()
+    module_redis.start()
+    assert redis_cli(module_redis, "GET", f":1:{credential_epoch_key(key.key_hash)}") == epoch
 
     # then: the epochs the process kept the identity under are back, and still not trusted
     assert status(web, secret) == 401
     assert web.log_lines("Redis is another server process")
 
 
-def test_a_live_key_is_served_across_a_restore(web, own_redis, on_own_redis, user, store):
+def test_a_live_key_is_served_across_a_restore(web, module_redis, on_own_redis, user, store):
     secret = make_api_key(user)
     assert [status(web, secret) for _ in range(3)] == [200, 200, 200]
-    assert redis_cli(own_redis, "SAVE") == "OK"
+    assert redis_cli(module_redis, "SAVE") == "OK"
 
-    own_redis.stop()
-    own_redis.start()
+    module_redis.stop()
+    module_redis.start()
 
     assert [status(web, secret) for _ in range(3)] == [200, 200, 200]
 
 
 def test_a_failover_to_a_replica_that_missed_the_revocation_does_not_revive_the_key(
-    own_redis, tmp_path, user, store, client
+    module_redis, tmp_path, user, store, client
 ):
     """In this process: the Redis it reads changes under it, as a failover makes it."""
     replica = ThrowawayRedis(tmp_path)
@@ -139,15 +140,15 @@ def test_a_failover_to_a_replica_that_missed_the_revocation_does_not_revive_the_
     try:
         # given: an identity kept on the primary, whose epochs the replica has copied
         # the primary sends its first copy at once, not after waiting for more replicas
-        redis_cli(own_redis, "CONFIG", "SET", "repl-diskless-sync-delay", "0")
-        redis_cli(replica, "REPLICAOF", "127.0.0.1", str(own_redis.port))
-        with override_settings(CACHES=caches_on(own_redis)):
+        redis_cli(module_redis, "CONFIG", "SET", "repl-diskless-sync-delay", "0")
+        redis_cli(replica, "REPLICAOF", "127.0.0.1", str(module_redis.port))
+        with override_settings(CACHES=caches_on(module_redis)):
             secret = make_api_key(user)
             for _ in range(3):
                 assert client.get(PATH, HTTP_AUTHORIZATION=f"Bearer {secret}").status_code == 200
             key = ApiKey.objects.get(user=user)
             epoch_key = f":1:{credential_epoch_key(key.key_hash)}"
-            epoch = redis_cli(own_redis, "GET", epoch_key)
+            epoch = redis_cli(module_redis, "GET", epoch_key)
             wait_for(
                 lambda: redis_cli(replica, "GET", epoch_key) == epoch,
                 timeout=10,

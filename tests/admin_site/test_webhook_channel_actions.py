@@ -1,4 +1,4 @@
-"""The admin's channel actions (issue 31): a test send and recover, for staff with the change
+"""The admin's channel actions: a test send and recover, for staff with the change
 permission only."""
 
 import pytest

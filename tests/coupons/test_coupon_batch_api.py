@@ -1,4 +1,4 @@
-"""POST/PATCH/DELETE /api/v{1,2}/coupons/batch (issue 32): all or nothing in one transaction,
+"""POST/PATCH/DELETE /api/v{1,2}/coupons/batch: all or nothing in one transaction,
 at most 100 resources, errors keyed `resources.<i>.<field>`, one event per coupon, and v2's
 batch creation under Idempotency-Key."""
 

@@ -162,7 +162,7 @@ def list_queries(client, query):
 @pytest.fixture
 def statements_as_sent(settings):
     """The statements' SQL as text in the captured queries, not EXECUTEs of prepared ones
-    (core/database/connections.py; tests/api/test_prepared_statements.py covers those)."""
+    (core/database/connections.py; tests/core/database/test_prepared_statements.py covers those)."""
     settings.DATABASE_PREPARED_STATEMENTS = False
 
 
@@ -247,7 +247,7 @@ def test_listed_timestamps_render_as_a_single_coupon_s(store, auth_client):
 
 def test_listed_amounts_and_ids_render_as_a_single_coupon_s(store, auth_client):
     # The list's amounts are numeric(12,2) cast to text by PostgreSQL, a single coupon's are
-    # Decimals formatted by Python (issue 32): the same quoted strings, arrays and nulls.
+    # Decimals formatted by Python: the same quoted strings, arrays and nulls.
     coupons = [
         CouponFactory(store=store, discount=5, minimum_amount=0),
         CouponFactory(store=store, discount="9999999999.99", minimum_amount="19.9"),

@@ -1,4 +1,4 @@
-"""Migration 0003_whole_coupon (issue 32): coupons written before it take the defaults (one_time,
+"""Migration 0003_whole_coupon: coupons written before it take the defaults (one_time,
 no cap, no payment count, no products) and keep their amounts exactly; the usage rules read
 them as before."""
 
@@ -52,7 +52,7 @@ def test_existing_coupons_migrate_with_the_defaults():
 
 @pytest.mark.django_db
 def test_a_row_written_by_plain_sql_gets_the_defaults():
-    # As bench/list_growth.py writes coupons: only the columns from before issue 32.
+    # As bench/list_growth.py writes coupons: only the columns from before 0003_whole_coupon.
     store = StoreFactory()
     with connection.cursor() as cursor:
         cursor.execute(

@@ -1,4 +1,4 @@
-"""POST /api/v{1,2}/coupons/search (issue 32): the Orion body over the list's queryset,
+"""POST /api/v{1,2}/coupons/search: the Orion body over the list's queryset,
 FilterSet and paginator; a coupon:read key may search; what it may not name is a 422."""
 
 import pytest

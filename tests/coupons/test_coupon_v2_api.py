@@ -1,4 +1,4 @@
-"""PUT /api/v{1,2}/coupons/{id} and the v2 coupon resource (issue 32): `{"data": coupon}`
+"""PUT /api/v{1,2}/coupons/{id} and the v2 coupon resource: `{"data": coupon}`
 singles, OAuth tokens with X-STORE, API keys as on v1; and v1's single answers stay bare."""
 
 import pytest

@@ -28,7 +28,7 @@ def assert_422_on(response, field):
     assert field in body["errors"]
     messages = body["errors"][field]
     assert all(isinstance(m, str) and m for m in messages)
-    # One message per broken rule (issue 23: a code over 64 characters said its rule twice).
+    # One message per broken rule: a rule is never said twice (a code over 64 characters).
     assert len(set(messages)) == len(messages), messages
 
 

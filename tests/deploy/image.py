@@ -1,4 +1,4 @@
-"""The production image as operators build and run it (issue 25), on this machine's Debian
+"""The production image as operators build and run it, on this machine's Debian
 packages: no registry. The base standing in for `python:3.11-slim-bookworm` is made by
 mmdebstrap and imported into podman's store; the Dockerfile is built with `podman build`;
 its processes run with `buildah run` (chroot isolation, the host's network), as user 10001.
@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from tests.servers import wait_for
-from tests.settings_helpers import ROOT
+from tests.settings_helpers import RANDOM_KEY, ROOT
 
 # What the operator sets (docs/production.md); the rest has the image's defaults.
 OPERATOR_ENVIRONMENT = {
@@ -34,6 +34,15 @@ OPERATOR_ENVIRONMENT = {
     "WORKER_CONCURRENCY": "2",
 }
 METRICS_TOKEN = secrets.token_urlsafe(24)
+# What an operator sets for compose.yaml, as docs/production.md shows it, for the checks that read
+# the deployment files without running the image.
+COMPOSE_ENVIRONMENT = {
+    "SECRET_KEY": RANDOM_KEY,
+    "POSTGRES_PASSWORD": "0123456789abcdef",
+    "ALLOWED_HOSTS": "api.example.com",
+    "BASE_URL": "https://api.example.com",
+    "STOREFRONT_DOMAIN": "example.com",
+}
 
 
 BASE_IMAGE = "python:3.11-slim-bookworm"

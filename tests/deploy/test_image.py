@@ -1,4 +1,4 @@
-"""The image as operators run it (issue 25): built from this checkout, its web command, worker
+"""The image as operators run it: built from this checkout, its web command, worker
 and beat served against real PostgreSQL and Redis (tests/deploy/conftest.py), scraped by a real
 Prometheus running the dashboard's queries and the alert rules (deploy/), and compose.yaml read
 by a real compose implementation. No ERROR line in any container's log."""

@@ -14,8 +14,8 @@ from core.database.partitions import partition_name, partitions_list
 from events.models import Event
 from events.partitions import legacy_partition, partitions_ahead, partitions_ensure
 from events.services import events_prune, partitions_upkeep
-from tests.api.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.concurrency import run_at_once
+from tests.core.operations.metrics import SCRAPER_ADDRESS, scrape, value
 from tests.events.helpers import record_committed
 from tests.factories import WebhookChannelFactory, events_age
 from tests.migrations import migrate, migrate_to_latest

@@ -1,4 +1,4 @@
-"""The journal's `type` filter (issue 23 point 7, docs/design.md "Event journal"): any string of
+"""The journal's `type` filter (docs/design.md "Event journal"): any string of
 at most 120 characters, an unregistered type matching nothing, and a trailing `*` wildcard."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""PostgreSQL faults under load (issue 19, item 4): gunicorn under the production settings on
+"""PostgreSQL faults under load: gunicorn under the production settings on
 a PostgreSQL of this module's own, client threads mixing reads and idempotent writes, and
 mid-run a fast restart, an immediate restart, pg_terminate_backend on every session, or a
 migration that changes the result type of a prepared statement. Each run counts the failed

@@ -1,4 +1,4 @@
-"""A persistent connection the server ended (issue 29, point 13): the request or task that meets
+"""A persistent connection the server ended: the request or task that meets
 it is served on a new connection, without a round trip added to every request
 (core/database/connections.py).
 

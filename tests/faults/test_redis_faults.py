@@ -1,4 +1,4 @@
-"""Redis stopped mid-load (issue 19, item 5): gunicorn under the production settings and a real
+"""Redis stopped mid-load: gunicorn under the production settings and a real
 Celery worker (with its embedded beat, which runs the delivery sweeper) on a Redis of this
 test's own, stopped for OUTAGE_SECONDS while paced API clients, a sign-in prober and a webhook
 receiver run, then started again, empty, on the same port.

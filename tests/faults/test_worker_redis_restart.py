@@ -1,4 +1,4 @@
-"""A Redis restart must not end a worker (issue 29, point 11).
+"""A Redis restart must not end a worker.
 
 A real `celery -A config worker` on a Redis of this test's own holds an unacknowledged message
 (a task with a countdown, as a webhook retry is: kombu keeps it unacknowledged until it runs)

@@ -20,7 +20,7 @@ NARROW = {"width": 320, "height": 640}
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.urls("tests.api.urls"),
+    pytest.mark.urls("tests.core.api.urls"),
 ]
 
 

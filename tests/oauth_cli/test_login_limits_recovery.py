@@ -1,4 +1,4 @@
-"""How an owner gets back in while strangers keep failing at her username (issue 23 point 3):
+"""How an owner gets back in while strangers keep failing at her username:
 the browser that changes the password stays known (and its address), and staff can clear the
 username's lock from the admin."""
 

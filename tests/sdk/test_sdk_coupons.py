@@ -1,4 +1,4 @@
-"""The official SDK's coupon calls against the API under production settings (issue 32): all ten
+"""The official SDK's coupon calls against the API under production settings: all ten
 v2 calls, and on v1 the list, search, batch create/update/delete and delete; each answer read
 as the SDK's own models (the 17 fields, amounts as strings). v1's single-coupon answers stay
 bare objects (the spec's v1), which the SDK's v1 create/get/update/replace cannot read: raw
@@ -46,7 +46,7 @@ def new(code: str, **fields) -> NewCoupon:
 
 def test_v1_list_reads_every_field_of_old_and_new_coupons(sdk, sdk_owner):
     _, store, _ = sdk_owner
-    # A coupon as it was before issue 32 (the migration's defaults) and a whole one.
+    # A coupon as it was before 0003_whole_coupon (the migration's defaults) and a whole one.
     old = CouponFactory(store=store, discount=5, minimum_amount=20)
     whole = CouponFactory(
         store=store,

@@ -1,6 +1,6 @@
 """The official SDK's `webhook_channels` (all nine calls) and `webhook_platform` (its four)
 against our API under production settings, with a real Celery worker sending real events to a
-real receiver that verifies every signature with `standardwebhooks` (issue 31, "Done when")."""
+real receiver that verifies every signature with `standardwebhooks`."""
 
 import uuid
 

@@ -1,5 +1,5 @@
-"""The shared API layer every endpoint pays for (issue 14, target 3): its query count is pinned
-(none once an identity is kept and current, issue 30), and the credential and store lookups
+"""The shared API layer every endpoint pays for: its query count is pinned
+(none once an identity is kept and current), and the credential and store lookups
 still see every change on the next request (the kept identity's cases:
 tests/accounts/test_identity_cache.py)."""
 
@@ -13,7 +13,7 @@ from accounts.services import api_key_revoke
 from stores.models import Membership
 from tests.factories import MembershipFactory, make_api_key
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.api.urls")]
 
 AREA_URL = "/api/v2/test-coupon-area"
 

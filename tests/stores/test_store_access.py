@@ -15,7 +15,7 @@ from stores.models import Membership
 from stores.views import PermissionsViewSet, StoreViewSet
 from tests.factories import MembershipFactory, StoreFactory, make_api_key
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.api.urls")]
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.api.urls")]
 
 AREA_URL = "/api/v2/test-coupon-area"
 

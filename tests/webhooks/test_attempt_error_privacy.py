@@ -17,10 +17,7 @@ SECRET_PATH = "hook-P4THs3cr3t"
 SECRET_TOKEN = "T0KENs3cr3t"
 
 
-@pytest.fixture(autouse=True)
-def quick_schedule(settings):
-    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+pytestmark = pytest.mark.usefixtures("quick_schedule")
 
 
 def closed_port() -> int:

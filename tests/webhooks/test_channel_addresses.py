@@ -130,11 +130,6 @@ def spellings(address: str) -> set[str]:
 
 
 @pytest.fixture
-def production(settings):
-    settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = False
-
-
-@pytest.fixture
 def dev_flag(settings):
     settings.WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS = True
 

@@ -18,16 +18,7 @@ from webhooks.dispatch import attempts
 from webhooks.dispatch.attempts import channel_drain
 from webhooks.models import WebhookChannel, WebhookDelivery
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def empty_queue(settings):
-    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
-    app.control.purge()
-    yield
-    app.control.purge()
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_queue")]
 
 
 def delivered_ids(receiver) -> list[str]:

@@ -11,13 +11,7 @@ from webhooks.deliveries.services import delivery_replay
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def quick_schedule(settings):
-    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("quick_schedule")]
 
 
 def test_one_delivery_per_channel_allowed_the_event(store, other_store, receiver):

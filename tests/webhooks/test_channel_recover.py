@@ -13,13 +13,7 @@ from tests.webhooks.helpers import Reply, record_order_completed
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def quick_schedule(settings):
-    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0,)
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("quick_schedule")]
 
 
 def recover(client, channel, **window):

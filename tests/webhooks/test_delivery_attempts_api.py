@@ -8,15 +8,9 @@ from tests.webhooks.helpers import Reply, record_order_completed
 from webhooks.dispatch.attempts import delivery_send
 from webhooks.models import WebhookDelivery
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("quick_schedule")]
 
 CREDENTIAL = "s3cr3tPathCredential"
-
-
-@pytest.fixture(autouse=True)
-def quick_schedule(settings):
-    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0)
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
 
 
 def test_attempts_oldest_first_without_the_url(auth_client, store, receiver):

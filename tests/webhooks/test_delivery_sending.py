@@ -30,11 +30,7 @@ from webhooks.models import (
     WebhookSigningSecret,
 )
 
-
-@pytest.fixture(autouse=True)
-def quick_schedule(settings):
-    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 1
+pytestmark = pytest.mark.usefixtures("quick_schedule")
 
 
 def send_now(delivery):

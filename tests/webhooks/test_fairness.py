@@ -29,13 +29,10 @@ LIST_URL = "/api/v2/webhook-deliveries"
 
 
 @pytest.fixture(autouse=True)
-def empty_queue(settings):
-    settings.WEBHOOKS_RETRY_SCHEDULE_SECONDS = (0, 0, 0)
+def two_sends_at_once(empty_queue, settings):
+    """Sends long enough to overlap (receivers hold them), two at a time per channel."""
     settings.WEBHOOKS_TIMEOUT_SECONDS = 5
     settings.WEBHOOKS_CHANNEL_CONCURRENCY = 2
-    app.control.purge()
-    yield
-    app.control.purge()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -92,24 +92,24 @@ SUCCEEDING = [
 
 
 class Clock:
-    """django.utils.timezone.now, moved on only by the test (the deadline of a send, in
-    time.monotonic, still runs in real time)."""
+    """Python's clock (time-machine), stopped and moved on only by the test (the deadline of a
+    send, in time.monotonic, still runs in real time)."""
 
-    def __init__(self):
-        self.now = timezone.now()
+    def __init__(self, traveller):
+        self.traveller = traveller
 
-    def __call__(self):
-        return self.now
+    @property
+    def now(self):
+        return timezone.now()
 
     def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+        self.traveller.shift(seconds)
 
 
 @pytest.fixture
-def clock(monkeypatch):
-    frozen = Clock()
-    monkeypatch.setattr(timezone, "now", frozen)
-    return frozen
+def clock(time_machine):
+    time_machine.move_to(timezone.now(), tick=False)
+    return Clock(time_machine)
 
 
 @pytest.fixture
