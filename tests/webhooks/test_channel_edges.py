@@ -59,3 +59,14 @@ def test_recover_takes_an_event_at_since_and_leaves_one_at_until(auth_client, st
     assert response.json()["data"]["queued"] == 1
     pending = WebhookDelivery.objects.filter(channel=channel, status="pending")
     assert [delivery.event_id for delivery in pending] == [at_since.id]
+
+
+@pytest.mark.django_db
+def test_a_secret_with_a_nul_is_refused_and_the_schema_says_so(auth_client):
+    secret = "a" * 20 + "\x00" + "b" * 20
+    response = auth_client.put(f"{URL}/signing-secret", {"signing_secret": secret}, format="json")
+    assert response.status_code == 422, response.content
+    assert response.json()["param"] == "signing_secret"
+    schema = auth_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    field = schema["components"]["schemas"]["WebhookSigningSecretRequest"]["properties"]
+    assert field["signing_secret"]["pattern"] == "^[^\\u0000]*$"

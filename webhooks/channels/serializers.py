@@ -6,6 +6,7 @@ import logging
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
@@ -263,7 +264,14 @@ class WebhookChannelSearchSerializer(ClosedObjectSerializer):
 
 
 class WebhookSigningSecretSerializer(ClosedObjectSerializer):
-    signing_secret = StrictCharField(min_length=32, max_length=255, trim_whitespace=False)
+    # Any characters but NUL, which PostgreSQL text cannot hold: DRF refuses it in every string,
+    # and this validator makes the schema say so (a pattern).
+    signing_secret = StrictCharField(
+        min_length=32,
+        max_length=255,
+        trim_whitespace=False,
+        validators=[RegexValidator(r"^[^\x00]*$", "Null characters are not allowed.")],
+    )
 
 
 class WebhookSigningSecretStateSerializer(serializers.Serializer):

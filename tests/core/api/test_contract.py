@@ -100,6 +100,13 @@ SEMANTIC_REJECTIONS: list[tuple[str, list[int], str]] = [
         for method in ("POST", "DELETE")
     ),
     (
+        "PUT /api/v2/webhook-channels/signing-secret",
+        [422],
+        "a secret that starts with whsec_ must be the base64 of 24 to 64 bytes (Standard "
+        "Webhooks), which a pattern over any string cannot state for the other secrets "
+        "(docs/api/webhooks.md; tests/webhooks/test_channel_edges.py)",
+    ),
+    (
         "POST /oauth/token",
         [400],
         "the code must be live, issued for this redirect_uri, with a challenge the verifier "
