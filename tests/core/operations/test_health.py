@@ -416,8 +416,10 @@ def test_status_reads_workers_never_seen_in_the_first_interval_after_start_as_st
 
 @pytest.mark.django_db
 def test_metrics_carry_each_status_check_and_the_heartbeat_ages(settings, tmp_path):
-    # given: beat has ticked, no worker ever took a heartbeat (past the starting window)
+    # given: beat has ticked, no worker ever took a heartbeat (past the starting window); an
+    # interval long enough that a busy machine never makes the fresh heartbeat look stale
     settings.METRICS_ALLOWED_NETWORKS = (ipaddress.ip_network(SCRAPER_ADDRESS),)
+    settings.BEAT_HEARTBEAT_SECONDS = 30
     scheduler = make_scheduler(tmp_path, "beat")
     try:
         scheduler.tick()
